@@ -1,0 +1,90 @@
+// ember's exceptions, and the helper that builds their messages.
+//
+// Every public op validates its arguments before doing any work and throws one
+// of these types. The message starts with the op's name in brackets and names
+// every shape involved, so the first line of a failure says what went wrong:
+//   [matmul] inner dimensions differ: a is (4,8), b is (16,32)
+// Tests: tests/test_errors.cpp and the error sections of each op's test file.
+#pragma once
+
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ember {
+
+// A tensor's shape (or strides): one int64 per dimension, outermost first.
+using Shape = std::vector<int64_t>;
+
+// Base of every ember exception; catch this to catch them all.
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Shapes that do not fit together (broadcasting, matmul, view, cat, ...).
+class ShapeError : public Error {
+public:
+    using Error::Error;
+};
+
+// A dtype the op does not support, or two dtypes that must agree.
+class DTypeError : public Error {
+public:
+    using Error::Error;
+};
+
+// A dimension or an index outside its range.
+class IndexError : public Error {
+public:
+    using Error::Error;
+};
+
+// Any other bad argument: a negative size, p outside [0, 1], a zero step.
+class ValueError : public Error {
+public:
+    using Error::Error;
+};
+
+// Misuse of the autograd graph: backward twice, backward on a tensor that
+// needs no grad, a saved tensor modified in place, ...
+class AutogradError : public Error {
+public:
+    using Error::Error;
+};
+
+// "(4,8)" for a shape, "()" for a scalar: the notation every message uses.
+inline std::string shape_str(const Shape& shape) {
+    std::string s = "(";
+    for (size_t i = 0; i < shape.size(); ++i) {
+        if (i > 0) s += ",";
+        s += std::to_string(shape[i]);
+    }
+    return s + ")";
+}
+
+namespace detail {
+
+inline void append(std::ostringstream& out, const Shape& shape) { out << shape_str(shape); }
+
+template <typename T>
+void append(std::ostringstream& out, const T& value) {
+    out << value;
+}
+
+} // namespace detail
+
+// fail<ShapeError>("matmul", "inner dimensions differ: a is ", a.shape(), ...)
+// throws ShapeError("[matmul] inner dimensions differ: a is (4,8), ...").
+// Shapes given as arguments print in the (4,8) notation.
+template <typename E, typename... Parts>
+[[noreturn]] void fail(const std::string& op, const Parts&... parts) {
+    std::ostringstream out;
+    out << "[" << op << "] ";
+    (detail::append(out, parts), ...);
+    throw E(out.str());
+}
+
+} // namespace ember

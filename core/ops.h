@@ -1,0 +1,178 @@
+// Every tensor operation ember offers, as free functions named as in PyTorch.
+//
+// Differentiable ops record a backward node when an input requires grad; the
+// forward and backward of each op sit together in the .cpp file named in its
+// section. Binary ops broadcast (core/shape.h); dims may be negative. Each op
+// validates its arguments first and throws a typed ember::Error naming itself
+// and every shape involved. Tests: one tests/test_<family>.cpp per section,
+// matched to PyTorch through tests/fixtures/make_fixtures.py.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "random.h"
+#include "tensor.h"
+#include "tensor_literal.h"
+
+namespace ember {
+
+// ---- factories (core/factory.cpp) --------------------------------------------
+Tensor empty(const Shape& shape, TensorOptions options = {});
+Tensor zeros(const Shape& shape, TensorOptions options = {});
+Tensor ones(const Shape& shape, TensorOptions options = {});
+// dtype: int64 for an integral value, bool for a bool, else float32 (as PyTorch).
+Tensor full(const Shape& shape, Scalar value, TensorOptions options = {});
+// 0, 1, ..., end-1 and start, start+step, ... < end: int64 when all three are
+// integers, else float32 (as PyTorch).
+Tensor arange(Scalar end, TensorOptions options = {});
+Tensor arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions options = {});
+Tensor eye(int64_t n, int64_t m = -1, TensorOptions options = {});
+Tensor empty_like(const Tensor& other, TensorOptions options = {});
+Tensor zeros_like(const Tensor& other, TensorOptions options = {});
+Tensor ones_like(const Tensor& other, TensorOptions options = {});
+Tensor full_like(const Tensor& other, Scalar value, TensorOptions options = {});
+
+// from_vector(values, shape) and tensor({{1.f, 2.f}, {3.f, 4.f}}): tensors
+// from C++ values, declared in tensor_literal.h.
+// A 0-dimensional tensor.
+Tensor scalar_tensor(Scalar value, TensorOptions options = {});
+
+// ---- random factories, bit-identical to PyTorch's CPU generator (core/random.cpp)
+// `generator` null means the default generator that manual_seed seeds.
+Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* generator = nullptr);
+Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* generator = nullptr);
+Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options = {},
+               Generator* generator = nullptr);
+Tensor randint(int64_t high, const Shape& shape, TensorOptions options = {}, Generator* generator = nullptr);
+Tensor rand_like(const Tensor& other, Generator* generator = nullptr);
+Tensor randn_like(const Tensor& other, Generator* generator = nullptr);
+// Bernoulli draws with per-element probabilities p (a float tensor in [0, 1]).
+Tensor bernoulli(const Tensor& p, Generator* generator = nullptr);
+// Indices sampled from each row of `probs` (1-D or 2-D, non-negative weights).
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
+                   Generator* generator = nullptr);
+
+// ---- elementwise (core/elementwise.cpp, core/unary.cpp) ----------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, Scalar b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, Scalar b);
+Tensor sub(Scalar a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, Scalar b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, Scalar b);
+Tensor div(Scalar a, const Tensor& b);
+Tensor pow(const Tensor& x, Scalar exponent);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+// approximate: "none" for the exact erf form, "tanh" for GPT-2's tanh form.
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+Tensor abs(const Tensor& x);
+
+// Comparisons give bool masks.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, Scalar b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, Scalar b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, Scalar b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, Scalar b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, Scalar b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, Scalar b);
+
+// Where mask (bool, broadcast against x) is true, `value`; elsewhere x.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+// Elementwise cond ? a : b, all three broadcast together.
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, Scalar b);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator/(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, Scalar b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, Scalar b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, Scalar b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, Scalar b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, Scalar b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, Scalar b);
+
+// ---- reductions (core/reduce.cpp) ---------------------------------------------
+Tensor sum(const Tensor& x);
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor sum(const Tensor& x, const Shape& dims, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor mean(const Tensor& x, const Shape& dims, bool keepdim = false);
+// Unbiased (divides by N-1) unless unbiased is false, as PyTorch's default.
+// var(x) is over all elements; var(x, {}, false) is its biased form.
+Tensor var(const Tensor& x);
+Tensor var(const Tensor& x, int64_t dim, bool unbiased = true, bool keepdim = false);
+Tensor var(const Tensor& x, const Shape& dims, bool unbiased = true, bool keepdim = false);
+Tensor max(const Tensor& x);
+ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor min(const Tensor& x);
+ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& x);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmin(const Tensor& x);
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+// Sums a gradient of a broadcast shape back down to `shape` (autograd helper).
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// ---- matmul (core/matmul.cpp, kernels in core/gemm.cpp) ------------------------
+// PyTorch's full semantics: 1-D @ 1-D is a dot product, 2-D @ 2-D a matrix
+// product, and higher ranks batch over the leading dims, broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- softmax and losses (core/softmax.cpp, core/loss.cpp) ----------------------
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+// logits (N,C) float, targets (N) int64 in [0, C) or ignore_index; mean over
+// the targets that are not ignored.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100);
+// Zeroes each element with probability p and scales the rest by 1/(1-p), when
+// training; the identity otherwise. Same masks as PyTorch for the same seed.
+Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* generator = nullptr);
+
+// ---- joining, splitting, indexing (core/index.cpp) ----------------------------
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, const Shape& split_sizes, int64_t dim = 0);
+// The lower (tril) or upper (triu) triangle of the last two dims; the rest 0.
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+// The entries of x at `index` (1-D int64) along dim.
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+// Rows of weight (V,C) picked by input (any shape, int64): (*input.shape, C).
+Tensor embedding(const Tensor& input, const Tensor& weight);
+
+} // namespace ember

@@ -1,0 +1,37 @@
+// Storage: the flat, reference-counted buffer that tensors view.
+//
+// A tensor is a window (shape, strides, offset) onto a Storage; views share one
+// Storage through a shared_ptr, so a write through any view is seen by all of
+// them, and the buffer is freed when the last view goes. The version counter
+// counts in-place writes, which lets autograd notice when a tensor it saved for
+// backward has been overwritten (docs/autograd.md). Buffers are 64-byte aligned
+// for the SIMD kernels. Tests: tests/test_tensor.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ember {
+
+class Storage {
+public:
+    // An uninitialised buffer of `nbytes` bytes, 64-byte aligned.
+    explicit Storage(size_t nbytes);
+    ~Storage();
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+
+    void* data() const { return data_; }
+    size_t nbytes() const { return nbytes_; }
+
+    // Bumped by every in-place op on any tensor viewing this storage.
+    uint64_t version() const { return version_; }
+    void bump_version() { ++version_; }
+
+private:
+    void* data_ = nullptr;
+    size_t nbytes_ = 0;
+    uint64_t version_ = 0;
+};
+
+} // namespace ember

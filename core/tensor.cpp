@@ -1,0 +1,179 @@
+// Tensor's accessors, copies and conversions: the parts of tensor.h that are
+// neither views (view.cpp), math (ops.h) nor autograd (autograd.cpp).
+#include "tensor.h"
+
+#include <cmath>
+
+#include "autograd.h"
+#include "internal.h"
+#include "loops.h"
+#include "ops.h"
+#include "shape.h"
+
+namespace ember {
+
+int64_t Tensor::size(int64_t dim) const {
+    const TensorImpl& self = checked();
+    if (self.shape.empty()) fail<IndexError>("size", "a 0-dimensional tensor has no dimension ", dim);
+    return self.shape[wrap_dim(dim, this->dim(), "size")];
+}
+
+int64_t Tensor::stride(int64_t dim) const {
+    const TensorImpl& self = checked();
+    if (self.shape.empty()) fail<IndexError>("stride", "a 0-dimensional tensor has no dimension ", dim);
+    return self.strides[wrap_dim(dim, this->dim(), "stride")];
+}
+
+int64_t Tensor::numel() const { return shape_numel(checked().shape); }
+
+bool Tensor::is_contiguous() const {
+    // Contiguous means row-major with no gaps; size-1 dims may have any stride.
+    const TensorImpl& self = checked();
+    int64_t expected = 1;
+    for (size_t i = self.shape.size(); i-- > 0;) {
+        if (self.shape[i] == 1) continue;
+        if (self.shape[i] == 0) return true;
+        if (self.strides[i] != expected) return false;
+        expected *= self.shape[i];
+    }
+    return true;
+}
+
+template <typename T>
+T Tensor::item() const {
+    if (numel() != 1)
+        fail<ValueError>("item", "a tensor with ", numel(), " elements of shape ", shape(),
+                         " cannot be converted to a single value");
+    return dispatch(dtype(), [&]<typename S>(TypeTag<S>) {
+        return static_cast<T>(static_cast<const S*>(storage()->data())[storage_offset()]);
+    });
+}
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template int64_t Tensor::item<int64_t>() const;
+template bool Tensor::item<bool>() const;
+
+namespace internal {
+
+Tensor make_view(const Tensor& base, Shape shape, Shape strides, int64_t offset) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = base.storage();
+    impl->shape = std::move(shape);
+    impl->strides = std::move(strides);
+    impl->offset = offset;
+    impl->dtype = base.dtype();
+    impl->view_base = base.impl()->view_base ? base.impl()->view_base : base.impl_ptr();
+    return Tensor(std::move(impl));
+}
+
+void copy_elements(const Tensor& dst, const Tensor& src) {
+    if (dst.numel() == 0) return;
+    StridedLayout<2> layout(dst.shape(), {&dst.strides(), &src.strides()});
+    dispatch(dst.dtype(), [&]<typename D>(TypeTag<D>) {
+        dispatch(src.dtype(), [&]<typename S>(TypeTag<S>) {
+            D* out = static_cast<D*>(dst.storage()->data()) + dst.storage_offset();
+            const S* in = static_cast<const S*>(src.storage()->data()) + src.storage_offset();
+            parallel_for_each_run(layout, dst.numel(), [&](auto off, auto step, int64_t n) {
+                for (int64_t i = 0; i < n; ++i)
+                    out[off[0] + i * step[0]] = cast_value<D>(in[off[1] + i * step[1]]);
+            });
+        });
+    });
+}
+
+Shape broadcast_strides(const Tensor& t, const Shape& shape) {
+    Shape strides(shape.size(), 0);
+    size_t lead = shape.size() - t.shape().size();
+    for (size_t i = 0; i < t.shape().size(); ++i)
+        strides[lead + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];
+    return strides;
+}
+
+Tensor converted(const Tensor& t, DType dtype) {
+    if (t.dtype() == dtype) return t;
+    Tensor out = empty(t.shape(), dtype);
+    copy_elements(out, t);
+    return out;
+}
+
+Tensor contiguous_data(const Tensor& t) {
+    if (t.is_contiguous()) return t;
+    Tensor out = empty(t.shape(), t.dtype());
+    copy_elements(out, t);
+    return out;
+}
+
+DimSplit split_at(const Shape& shape, int64_t dim) {
+    DimSplit s;
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+        if (d < dim) s.outer *= shape[d];
+        else if (d == dim) s.size = shape[d];
+        else s.inner *= shape[d];
+    }
+    return s;
+}
+
+} // namespace internal
+
+Tensor Tensor::clone() const {
+    // forward: out = x (a contiguous copy), so dx = dout.
+    Tensor out = empty(shape(), dtype());
+    internal::copy_elements(out, *this);
+    if (needs_grad(*this)) attach(out, "CloneBackward0", {*this}, [](const Tensor& dout) -> Grads { return {dout}; });
+    return out;
+}
+
+Tensor Tensor::to(DType target) const {
+    if (target == dtype()) return *this;
+    Tensor out = empty(shape(), target);
+    internal::copy_elements(out, *this);
+    // forward: out = cast(x), so dx = dout cast back. A cast to int64 or bool
+    // is not differentiable: its result simply does not require grad.
+    DType source = dtype();
+    if (needs_grad(*this) && is_floating(target))
+        attach(out, "ToCopyBackward0", {*this}, [source](const Tensor& dout) -> Grads { return {dout.to(source)}; });
+    return out;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+    if (broadcast_shapes(shape(), src.shape(), "copy_") != shape())
+        fail<ShapeError>("copy_", "source of shape ", src.shape(), " does not broadcast to the destination's shape ",
+                         shape());
+    bool grad = needs_grad(*this, src);
+    check_inplace(*this, "copy_", grad);
+    internal::copy_elements(*this, src.expand(shape()));
+    internal::bump_version(*this);
+    // forward: self = src (broadcast), so dself_old = 0 and dsrc = sum_to(dout).
+    if (grad) {
+        Shape src_shape = src.shape();
+        DType src_dtype = src.dtype();
+        attach_inplace(*this, "CopyBackwards", {*this, src}, [src_shape, src_dtype](const Tensor& dout) -> Grads {
+            return {Tensor(), sum_to(dout, src_shape).to(src_dtype)};
+        });
+    }
+    return *this;
+}
+
+Tensor& Tensor::fill_(Scalar value) {
+    check_inplace(*this, "fill_", requires_grad());
+    // The value is converted to the tensor's dtype, as PyTorch does.
+    if (numel() > 0) {
+        StridedLayout<1> layout(shape(), {&strides()});
+        dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
+            T* data = static_cast<T*>(storage()->data()) + storage_offset();
+            T v = internal::cast_value<T>(value.to_double());
+            parallel_for_each_run(layout, numel(), [&](auto off, auto step, int64_t n) {
+                for (int64_t i = 0; i < n; ++i) data[off[0] + i * step[0]] = v;
+            });
+        });
+    }
+    internal::bump_version(*this);
+    // A filled tensor no longer depends on its past: drop its history.
+    if (GradMode::is_enabled() && !is_leaf()) {
+        impl()->grad_fn = nullptr;
+        impl()->requires_grad = false;
+    }
+    return *this;
+}
+
+} // namespace ember
