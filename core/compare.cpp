@@ -1,0 +1,144 @@
+// Comparisons that make bool masks, and the ops that select with masks:
+// masked_fill (out of place and in place) and where.
+//
+// The fill value is converted to the tensor's dtype (2.7 fills an int64
+// tensor with 2, as in PyTorch). A mask is a bool tensor that broadcasts against what it selects from, as in
+// the causal mask of attention: wei.masked_fill(tril == 0, -inf). Gradients
+// flow only to the elements that were not replaced.
+// Tests: tests/test_compare.cpp.
+#include "autograd.h"
+#include "loops.h"
+#include "ops.h"
+#include "shape.h"
+
+namespace ember {
+
+using namespace internal;
+
+// ---- comparisons ---------------------------------------------------------------------------
+
+namespace {
+
+// A bool mask of pred(a, b) over the broadcast shape, comparing in the promoted dtype.
+template <typename Pred>
+Tensor compare(const char* op, const Tensor& a, const Tensor& b, Pred pred) {
+    Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+    DType dtype = promote_types(a.dtype(), b.dtype());
+    Tensor out = empty(shape, kBool);
+    Tensor ca = converted(a, dtype);
+    Tensor cb = converted(b, dtype);
+    dispatch(dtype, [&]<typename T>(TypeTag<T>) {
+        map_binary<bool, T>(out, ca, cb, [pred](T x, T y) { return pred(x, y); });
+    });
+    return out;
+}
+
+Tensor as_tensor(Scalar s, const Tensor& like) { return scalar_tensor(s, s.result_type(like.dtype())); }
+
+} // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", a, b, [](auto x, auto y) { return x == y; }); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", a, b, [](auto x, auto y) { return x != y; }); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", a, b, [](auto x, auto y) { return x < y; }); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare("le", a, b, [](auto x, auto y) { return x <= y; }); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", a, b, [](auto x, auto y) { return x > y; }); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", a, b, [](auto x, auto y) { return x >= y; }); }
+Tensor eq(const Tensor& a, Scalar b) { return eq(a, as_tensor(b, a)); }
+Tensor ne(const Tensor& a, Scalar b) { return ne(a, as_tensor(b, a)); }
+Tensor lt(const Tensor& a, Scalar b) { return lt(a, as_tensor(b, a)); }
+Tensor le(const Tensor& a, Scalar b) { return le(a, as_tensor(b, a)); }
+Tensor gt(const Tensor& a, Scalar b) { return gt(a, as_tensor(b, a)); }
+Tensor ge(const Tensor& a, Scalar b) { return ge(a, as_tensor(b, a)); }
+
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator==(const Tensor& a, Scalar b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<(const Tensor& a, Scalar b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator<=(const Tensor& a, Scalar b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
+
+// ---- where, masked_fill ---------------------------------------------------------------------
+
+namespace {
+
+void check_mask(const char* op, const Tensor& mask, const Shape& other) {
+    if (mask.dtype() != kBool)
+        fail<DTypeError>(op, "the mask must be a bool tensor (from a comparison such as tril == 0), got ",
+                         dtype_name(mask.dtype()), " of shape ", mask.shape(), " for a tensor of shape ", other);
+}
+
+// out = condition ? a : b over the broadcast shape of all three, in `dtype`.
+Tensor select_kernel(const char* op, const Tensor& condition, const Tensor& a, const Tensor& b, DType dtype) {
+    Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), op), b.shape(), op);
+    Tensor out = empty(shape, dtype);
+    Tensor ca = converted(a, dtype);
+    Tensor cb = converted(b, dtype);
+    dispatch(dtype, [&]<typename T>(TypeTag<T>) {
+        map_ternary<T, bool, T>(out, condition, ca, cb, [](bool c, T x, T y) { return c ? x : y; });
+    });
+    return out;
+}
+
+} // namespace
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+    check_mask("where", condition, broadcast_shapes(a.shape(), b.shape(), "where"));
+    Tensor out = select_kernel("where", condition, a, b, promote_types(a.dtype(), b.dtype()));
+    // forward: out = cond ? a : b, so da = dout where cond (else 0) and
+    // db = dout where not cond, each summed to its shape.
+    if (needs_grad(a, b))
+        attach(out, "WhereBackward0", {condition, a, b},
+               [cond = SavedTensor(condition), sa = a.shape(), sb = b.shape()](const Tensor& dout) -> Grads {
+                   const Tensor& c = cond.get();
+                   return {Tensor(), sum_to(where(c, dout, 0), sa), sum_to(masked_fill(dout, c, 0), sb)};
+               });
+    return out;
+}
+
+Tensor where(const Tensor& condition, const Tensor& a, Scalar b) { return where(condition, a, as_tensor(b, a)); }
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+    check_mask("masked_fill", mask, x.shape());
+    Tensor out = select_kernel("masked_fill", mask, scalar_tensor(value, x.dtype()), x, x.dtype());
+    // forward: out = mask ? value : x, so dx = dout where the mask is false, else 0.
+    if (needs_grad(x))
+        attach(out, "MaskedFillBackward0", {x, mask}, [m = SavedTensor(mask), sx = x.shape()](const Tensor& dout) -> Grads {
+            return {sum_to(masked_fill(dout, m.get(), 0), sx), Tensor()};
+        });
+    return out;
+}
+
+Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
+    check_mask("masked_fill_", mask, shape());
+    if (broadcast_shapes(shape(), mask.shape(), "masked_fill_") != shape())
+        fail<ShapeError>("masked_fill_", "mask of shape ", mask.shape(), " does not broadcast to the shape ", shape(),
+                         " of the tensor it fills");
+    bool grad = needs_grad(*this);
+    check_inplace(*this, "masked_fill_", grad);
+    dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
+        T v = cast_value<T>(value.to_double());
+        Shape sm = broadcast_strides(mask, shape());
+        StridedLayout<2> layout(shape(), {&strides(), &sm});
+        T* data = data_of<T>(*this);
+        const bool* m = data_of<bool>(mask);
+        parallel_for_each_run(layout, numel(), [&](const auto& off, const auto& step, int64_t n) {
+            for (int64_t i = 0; i < n; ++i)
+                if (m[off[1] + i * step[1]]) data[off[0] + i * step[0]] = v;
+        });
+    });
+    bump_version(*this);
+    // forward: self = mask ? value : self, so dself = dout where the mask is false.
+    if (grad)
+        attach_inplace(*this, "MaskedFillBackward0", {*this, mask}, [m = SavedTensor(mask)](const Tensor& dout) -> Grads {
+            return {ember::masked_fill(dout, m.get(), 0), Tensor()};
+        });
+    return *this;
+}
+
+} // namespace ember

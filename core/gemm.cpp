@@ -1,0 +1,127 @@
+// Matrix-multiply kernels: see gemm.h for the contract.
+//
+// gemm tiles C into blocks. For each block of kKc consecutive k, the matching
+// rows of B (kKc x kNc) are packed into a contiguous buffer, and each thread
+// packs its own kMc rows of A; the inner loop then runs over contiguous memory
+// (c_row[j] += a_ik * b_row[j]), which the compiler vectorises. Packing also
+// absorbs any strides, so transposed inputs cost one copy of a block, not a
+// strided inner loop. Threads split the rows of C: each owns its output rows.
+#include "gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "parallel.h"
+
+namespace ember {
+
+// Block sizes: a packed B block (kKc x kNc) of floats is 256 KB and stays in
+// L2; one packed A row (kKc) and one C tile row (kNc) stay in L1.
+constexpr int64_t kMc = 32;
+constexpr int64_t kKc = 256;
+constexpr int64_t kNc = 256;
+
+template <typename T>
+static void gemm_reference_impl(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool accumulate) {
+    for (int64_t i = 0; i < c.rows; ++i)
+        for (int64_t j = 0; j < c.cols; ++j) {
+            T sum = accumulate ? c.at(i, j) : T(0);
+            for (int64_t k = 0; k < a.cols; ++k) sum += a.at(i, k) * b.at(k, j);
+            c.at(i, j) = sum;
+        }
+}
+
+// Small products: no packing, rows of C in i-k-j order (contiguous inner loop
+// when B has unit column stride). Like every path here, each C element is
+// summed in increasing k from its start value, in T: the paths agree bit for
+// bit with each other and with gemm_reference.
+template <typename T>
+static void gemm_small(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool accumulate,
+                       int64_t row_begin, int64_t row_end) {
+    const int64_t n = c.cols, kk = a.cols;
+    std::vector<T> row(n);
+    for (int64_t i = row_begin; i < row_end; ++i) {
+        for (int64_t j = 0; j < n; ++j) row[j] = accumulate ? c.at(i, j) : T(0);
+        for (int64_t k = 0; k < kk; ++k) {
+            const T aik = a.at(i, k);
+            const T* brow = &b.at(k, 0);
+            if (b.col_stride == 1) {
+                for (int64_t j = 0; j < n; ++j) row[j] += aik * brow[j];
+            } else {
+                for (int64_t j = 0; j < n; ++j) row[j] += aik * brow[j * b.col_stride];
+            }
+        }
+        for (int64_t j = 0; j < n; ++j) c.at(i, j) = row[j];
+    }
+}
+
+template <typename T>
+static void gemm_impl(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool accumulate) {
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    if (m == 0 || n == 0) return;
+    if (k == 0) { // an empty sum: C = 0 (or unchanged when accumulating)
+        if (!accumulate)
+            for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) c.at(i, j) = T(0);
+        return;
+    }
+    // Small products: packing would cost more than it saves.
+    if (m * n * k <= 64 * 64 * 64 || n < 16) {
+        parallel_for(0, m, std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(n * k, 1)),
+                     [&](int64_t b0, int64_t e0) { gemm_small(a, b, c, accumulate, b0, e0); });
+        return;
+    }
+
+    std::vector<T> bpack(kKc * kNc);
+    for (int64_t jc = 0; jc < n; jc += kNc) {
+        const int64_t nc = std::min(kNc, n - jc);
+        for (int64_t pc = 0; pc < k; pc += kKc) {
+            const int64_t kc = std::min(kKc, k - pc);
+            // Pack B[pc:pc+kc, jc:jc+nc] row-major: bpack[p*nc + j].
+            for (int64_t p = 0; p < kc; ++p)
+                for (int64_t j = 0; j < nc; ++j) bpack[p * nc + j] = b.at(pc + p, jc + j);
+            // The first k block starts from C's old value or from zero;
+            // later blocks add to what the earlier ones left in C.
+            const bool add_to_c = accumulate || pc > 0;
+            const int64_t row_blocks = (m + kMc - 1) / kMc;
+            const int64_t grain = std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(kMc * nc * kc, 1));
+            parallel_for(0, row_blocks, grain, [&](int64_t rb_begin, int64_t rb_end) {
+                std::vector<T> apack(kMc * kKc);
+                std::vector<T> trow(kNc); // one row of the C block being summed
+                for (int64_t rb = rb_begin; rb < rb_end; ++rb) {
+                    const int64_t ic = rb * kMc;
+                    const int64_t mc = std::min(kMc, m - ic);
+                    // Pack A[ic:ic+mc, pc:pc+kc] row-major: apack[i*kc + p].
+                    for (int64_t i = 0; i < mc; ++i)
+                        for (int64_t p = 0; p < kc; ++p) apack[i * kc + p] = a.at(ic + i, pc + p);
+                    // C block += apack @ bpack, one row of C at a time.
+                    for (int64_t i = 0; i < mc; ++i) {
+                        for (int64_t j = 0; j < nc; ++j) trow[j] = add_to_c ? c.at(ic + i, jc + j) : T(0);
+                        const T* arow = &apack[i * kc];
+                        for (int64_t p = 0; p < kc; ++p) {
+                            const T aip = arow[p];
+                            const T* brow = &bpack[p * nc];
+                            for (int64_t j = 0; j < nc; ++j) trow[j] += aip * brow[j];
+                        }
+                        for (int64_t j = 0; j < nc; ++j) c.at(ic + i, jc + j) = trow[j];
+                    }
+                }
+            });
+        }
+    }
+}
+
+void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    gemm_impl(a, b, c, accumulate);
+}
+void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate) {
+    gemm_impl(a, b, c, accumulate);
+}
+void gemm_reference(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    gemm_reference_impl(a, b, c, accumulate);
+}
+void gemm_reference(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate) {
+    gemm_reference_impl(a, b, c, accumulate);
+}
+
+} // namespace ember

@@ -1,0 +1,113 @@
+// matmul with PyTorch's semantics, on top of the gemm kernels.
+//
+//   (K) @ (K)              -> ()          dot product
+//   (M,K) @ (K,N)          -> (M,N)
+//   (K) @ (...,K,N)        -> (...,N)     a is treated as (1,K), then squeezed
+//   (...,M,K) @ (K)        -> (...,M)     b is treated as (K,1), then squeezed
+//   (B...,M,K) @ (B'...,K,N) -> (broadcast(B, B')...,M,N)
+// The 1-D cases are views around the batched product, so only that product
+// needs a backward of its own. Operands are read where they lie, whatever
+// their strides. Tests: tests/test_matmul.cpp.
+#include "autograd.h"
+#include "gemm.h"
+#include "loops.h"
+#include "ops.h"
+#include "shape.h"
+
+namespace ember {
+
+using namespace internal;
+
+namespace {
+
+// a (B...,M,K) @ b (B'...,K,N), both at least 2-D and of one floating dtype.
+Tensor batched_matmul(const Tensor& a, const Tensor& b) {
+    const int64_t m = a.shape()[a.dim() - 2], k = a.shape()[a.dim() - 1], n = b.shape()[b.dim() - 1];
+    Shape a_batch(a.shape().begin(), a.shape().end() - 2);
+    Shape b_batch(b.shape().begin(), b.shape().end() - 2);
+    Shape batch = broadcast_shapes(a_batch, b_batch, "matmul");
+    Shape out_shape = batch;
+    out_shape.push_back(m);
+    out_shape.push_back(n);
+    Tensor out = empty(out_shape, a.dtype());
+
+    // Where each batch's matrices start: the batch index decomposed over the
+    // broadcast batch dims, times each operand's strides (0 where broadcast).
+    Shape a_full = batch, b_full = batch;
+    a_full.insert(a_full.end(), {m, k});
+    b_full.insert(b_full.end(), {k, n});
+    Shape sa = broadcast_strides(a, a_full), sb = broadcast_strides(b, b_full);
+    const int64_t nbatch = shape_numel(batch);
+    const int64_t nb = static_cast<int64_t>(batch.size());
+
+    dispatch_floating(a.dtype(), "matmul", [&]<typename T>(TypeTag<T>) {
+        const T* pa = data_of<T>(a);
+        const T* pb = data_of<T>(b);
+        T* pc = out.data_ptr<T>();
+        auto one = [&](int64_t i) {
+            int64_t oa = 0, ob = 0, rest = i;
+            for (int64_t d = nb - 1; d >= 0; --d) {
+                int64_t coord = rest % batch[d];
+                rest /= batch[d];
+                oa += coord * sa[d];
+                ob += coord * sb[d];
+            }
+            gemm(MatrixRef<const T>{pa + oa, m, k, sa[nb], sa[nb + 1]},
+                 MatrixRef<const T>{pb + ob, k, n, sb[nb], sb[nb + 1]}, MatrixRef<T>{pc + i * m * n, m, n, n, 1}, false);
+        };
+        // Many small products: one thread per batch slice (gemm then runs
+        // serially inside). One large product: gemm splits its rows instead.
+        if (nbatch > 1 && m * n * k < kGemmParallelWork) {
+            int64_t grain = std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(m * n * k, 1));
+            parallel_for(0, nbatch, grain, [&](int64_t b0, int64_t e0) {
+                for (int64_t i = b0; i < e0; ++i) one(i);
+            });
+        } else {
+            for (int64_t i = 0; i < nbatch; ++i) one(i);
+        }
+    });
+
+    // forward: out = a @ b, so da = dout @ b^T and db = a^T @ dout, each
+    // summed over the batch dims it was broadcast along.
+    if (needs_grad(a, b)) {
+        bool need_a = a.requires_grad(), need_b = b.requires_grad();
+        attach(out, "MmBackward0", {a, b},
+               [sa_shape = a.shape(), sb_shape = b.shape(), a_saved = SavedTensor(need_b ? a : Tensor()),
+                b_saved = SavedTensor(need_a ? b : Tensor())](const Tensor& dout) -> Grads {
+                   Tensor da, db;
+                   if (b_saved.get().defined()) da = sum_to(batched_matmul(dout, b_saved.get().transpose(-2, -1)), sa_shape);
+                   if (a_saved.get().defined()) db = sum_to(batched_matmul(a_saved.get().transpose(-2, -1), dout), sb_shape);
+                   return {da, db};
+               });
+    }
+    return out;
+}
+
+} // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+    if (a.dim() == 0 || b.dim() == 0)
+        fail<ShapeError>("matmul", "both arguments need at least 1 dimension, got a ", a.shape(), " and b ", b.shape());
+    if (a.dtype() != b.dtype())
+        fail<DTypeError>("matmul", "dtypes differ: a is ", dtype_name(a.dtype()), " ", a.shape(), ", b is ",
+                         dtype_name(b.dtype()), " ", b.shape());
+    if (!a.is_floating_point())
+        fail<DTypeError>("matmul", "supports float32 and float64, got ", dtype_name(a.dtype()), " for a ", a.shape(),
+                         " and b ", b.shape());
+    int64_t ka = a.shape().back();
+    int64_t kb = b.dim() == 1 ? b.shape()[0] : b.shape()[b.dim() - 2];
+    if (ka != kb) fail<ShapeError>("matmul", "inner dimensions differ: a is ", a.shape(), ", b is ", b.shape());
+    // Batch dims (all but the last two) must broadcast, lined up from the right.
+    for (int64_t i = 3; i <= std::min(a.dim(), b.dim()); ++i) {
+        int64_t sa = a.shape()[a.dim() - i], sb = b.shape()[b.dim() - i];
+        if (sa != sb && sa != 1 && sb != 1)
+            fail<ShapeError>("matmul", "batch dimensions do not broadcast: a is ", a.shape(), ", b is ", b.shape());
+    }
+
+    if (a.dim() == 1 && b.dim() == 1) return batched_matmul(a.unsqueeze(0), b.unsqueeze(1)).view({});
+    if (a.dim() == 1) return batched_matmul(a.unsqueeze(0), b).squeeze(-2);
+    if (b.dim() == 1) return batched_matmul(a, b.unsqueeze(1)).squeeze(-1);
+    return batched_matmul(a, b);
+}
+
+} // namespace ember

@@ -1,0 +1,199 @@
+// Elementwise functions of one tensor: neg, exp, log, sqrt, tanh, sigmoid,
+// relu, gelu, abs.
+//
+// Transcendental functions compute in the input's floating dtype (an integer
+// input gives float32, as in PyTorch). Each backward is one fused elementwise
+// pass over dout and the saved value, written as PyTorch writes it so that
+// gradients round the same way. Tests: tests/test_unary.cpp.
+#include <cmath>
+#include <numbers>
+
+#include "autograd.h"
+#include "loops.h"
+#include "ops.h"
+
+namespace ember {
+
+using namespace internal;
+
+namespace {
+
+// out = f(x) in x's floating dtype (float32 for integer x).
+template <typename F>
+Tensor float_unary(const char* op, const Tensor& x, F f) {
+    DType dtype = x.dtype() == kFloat64 ? kFloat64 : kFloat32;
+    Tensor out = empty(x.shape(), dtype);
+    Tensor cx = converted(x, dtype);
+    dispatch_floating(dtype, op, [&]<typename T>(TypeTag<T>) { map_unary<T, T>(out, cx, [f](T v) { return f(v); }); });
+    return out;
+}
+
+// out = f(x) in x's own dtype (so neg, abs, relu keep integers integral).
+template <typename F>
+Tensor numeric_unary(const char* op, const Tensor& x, F f) {
+    Tensor out = empty(x.shape(), x.dtype());
+    dispatch_numeric(x.dtype(), op, [&]<typename T>(TypeTag<T>) { map_unary<T, T>(out, x, [f](T v) { return f(v); }); });
+    return out;
+}
+
+// The gradient pass of a unary op: dx[i] = f(dout[i], saved[i]), one fused
+// loop instead of a chain of temporaries.
+template <typename F>
+Tensor grad_map(const Tensor& dout, const Tensor& saved, F f) {
+    Tensor dx = empty(saved.shape(), saved.dtype());
+    Tensor g = converted(dout, saved.dtype());
+    dispatch_floating(saved.dtype(), "backward", [&]<typename T>(TypeTag<T>) {
+        map_binary<T, T>(dx, g, saved, [f](T gv, T s) { return f(gv, s); });
+    });
+    return dx;
+}
+
+} // namespace
+
+Tensor neg(const Tensor& x) {
+    Tensor out = numeric_unary("neg", x, [](auto v) {
+        if constexpr (std::is_floating_point_v<decltype(v)>) return -v; // -(0.0) is -0.0
+        else return sub_op(decltype(v)(0), v);                          // wraps at INT64_MIN
+    });
+    // forward: out = -x, so dx = -dout.
+    if (needs_grad(x)) attach(out, "NegBackward0", {x}, [](const Tensor& dout) -> Grads { return {neg(dout)}; });
+    return out;
+}
+
+Tensor exp(const Tensor& x) {
+    Tensor out = float_unary("exp", x, [](auto v) { return std::exp(v); });
+    // forward: out = e^x, so dx = dout * e^x = dout * out.
+    if (needs_grad(x))
+        attach(out, "ExpBackward0", {x}, [y = SavedTensor(out)](const Tensor& dout) -> Grads {
+            return {grad_map(dout, y.get(), [](auto g, auto yv) { return g * yv; })};
+        });
+    return out;
+}
+
+Tensor log(const Tensor& x) {
+    Tensor out = float_unary("log", x, [](auto v) { return std::log(v); });
+    // forward: out = ln x, so dx = dout / x.
+    if (needs_grad(x))
+        attach(out, "LogBackward0", {x}, [xs = SavedTensor(x)](const Tensor& dout) -> Grads {
+            return {grad_map(dout, xs.get(), [](auto g, auto xv) { return g / xv; })};
+        });
+    return out;
+}
+
+Tensor sqrt(const Tensor& x) {
+    Tensor out = float_unary("sqrt", x, [](auto v) { return std::sqrt(v); });
+    // forward: out = x^(1/2), so dx = dout / (2 sqrt(x)) = dout / (2 out).
+    if (needs_grad(x))
+        attach(out, "SqrtBackward0", {x}, [y = SavedTensor(out)](const Tensor& dout) -> Grads {
+            return {grad_map(dout, y.get(), [](auto g, auto yv) { return g / (2 * yv); })};
+        });
+    return out;
+}
+
+Tensor tanh(const Tensor& x) {
+    Tensor out = float_unary("tanh", x, [](auto v) { return std::tanh(v); });
+    // forward: out = tanh x, so dx = dout * (1 - tanh^2 x) = dout * (1 - out^2).
+    if (needs_grad(x))
+        attach(out, "TanhBackward0", {x}, [y = SavedTensor(out)](const Tensor& dout) -> Grads {
+            return {grad_map(dout, y.get(), [](auto g, auto yv) { return g * (1 - yv * yv); })};
+        });
+    return out;
+}
+
+Tensor sigmoid(const Tensor& x) {
+    Tensor out = float_unary("sigmoid", x, [](auto v) { return 1 / (1 + std::exp(-v)); });
+    // forward: out = 1 / (1 + e^-x), so dx = dout * out * (1 - out).
+    if (needs_grad(x))
+        attach(out, "SigmoidBackward0", {x}, [y = SavedTensor(out)](const Tensor& dout) -> Grads {
+            return {grad_map(dout, y.get(), [](auto g, auto yv) { return g * (1 - yv) * yv; })};
+        });
+    return out;
+}
+
+Tensor relu(const Tensor& x) {
+    // As PyTorch: x < 0 ? 0 : x, so NaN stays NaN and -0.0 stays -0.0.
+    Tensor out = numeric_unary("relu", x, [](auto v) { return v < 0 ? decltype(v)(0) : v; });
+    // forward: out = max(x, 0), so dx = dout where out > 0, else 0.
+    if (needs_grad(x))
+        attach(out, "ReluBackward0", {x}, [y = SavedTensor(out)](const Tensor& dout) -> Grads {
+            return {grad_map(dout, y.get(), [](auto g, auto yv) { return yv <= 0 ? decltype(g)(0) : g; })};
+        });
+    return out;
+}
+
+Tensor abs(const Tensor& x) {
+    Tensor out = numeric_unary("abs", x, [](auto v) {
+        if constexpr (std::is_floating_point_v<decltype(v)>) return std::abs(v); // |-0.0| = +0.0
+        else return v < 0 ? sub_op(decltype(v)(0), v) : v;                       // wraps at INT64_MIN
+    });
+    // forward: out = |x|, so dx = dout * sign(x), with sign(0) = 0.
+    if (needs_grad(x))
+        attach(out, "AbsBackward0", {x}, [xs = SavedTensor(x)](const Tensor& dout) -> Grads {
+            return {grad_map(dout, xs.get(), [](auto g, auto xv) {
+                using T = decltype(g);
+                return g * T((xv > 0) - (xv < 0));
+            })};
+        });
+    return out;
+}
+
+// ---- gelu -------------------------------------------------------------------------------------
+
+namespace {
+
+// The exact form: gelu(x) = x * Phi(x) with Phi the normal CDF,
+// Phi(x) = (1 + erf(x / sqrt 2)) / 2, so gelu'(x) = Phi(x) + x * phi(x) with
+// phi(x) = e^(-x^2/2) / sqrt(2 pi) the normal density.
+template <typename T>
+T gelu_erf(T x) {
+    return x * T(0.5) * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
+}
+template <typename T>
+T gelu_erf_grad(T x) {
+    const T alpha = T(1 / std::sqrt(2 * std::numbers::pi)); // 1/sqrt(2 pi)
+    T cdf = T(0.5) * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
+    T pdf = alpha * std::exp(T(-0.5) * x * x);
+    return cdf + x * pdf;
+}
+
+// The tanh form (GPT-2's): gelu(x) ~ x/2 * (1 + tanh(u)), u = beta (x + kappa x^3),
+// beta = sqrt(2/pi), kappa = 0.044715. Its derivative, by the product rule:
+// (1 + tanh u)/2 + x/2 * (1 - tanh^2 u) * beta (1 + 3 kappa x^2).
+template <typename T>
+T gelu_tanh(T x) {
+    const T beta = T(std::numbers::sqrt2 * std::numbers::inv_sqrtpi); // sqrt(2/pi)
+    const T kappa = T(0.044715);
+    T inner = beta * (x + kappa * (x * x * x));
+    return T(0.5) * x * (T(1) + std::tanh(inner));
+}
+template <typename T>
+T gelu_tanh_grad(T x) {
+    const T beta = T(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
+    const T kappa = T(0.044715);
+    T x_sq = x * x;
+    T inner = beta * (x + kappa * (x_sq * x));
+    T tanh_inner = std::tanh(inner);
+    T left_derivative = T(0.5) * (T(1) + tanh_inner);
+    T right_derivative = T(0.5) * x * (T(1) - tanh_inner * tanh_inner);
+    T inner_derivative = beta * (T(1) + T(3) * kappa * x_sq);
+    return left_derivative + right_derivative * inner_derivative;
+}
+
+} // namespace
+
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+    bool tanh_form = approximate == "tanh";
+    if (!tanh_form && approximate != "none")
+        fail<ValueError>("gelu", "approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
+    Tensor out = tanh_form ? float_unary("gelu", x, [](auto v) { return gelu_tanh(v); })
+                           : float_unary("gelu", x, [](auto v) { return gelu_erf(v); });
+    // forward: out = gelu(x), so dx = dout * gelu'(x) (derivatives above).
+    if (needs_grad(x))
+        attach(out, "GeluBackward0", {x}, [tanh_form, xs = SavedTensor(x)](const Tensor& dout) -> Grads {
+            if (tanh_form) return {grad_map(dout, xs.get(), [](auto g, auto xv) { return g * gelu_tanh_grad(xv); })};
+            return {grad_map(dout, xs.get(), [](auto g, auto xv) { return g * gelu_erf_grad(xv); })};
+        });
+    return out;
+}
+
+} // namespace ember
