@@ -1,0 +1,62 @@
+// Helpers shared by the random kernels: random.cpp (engine, uniform, integers,
+// Bernoulli, exponential), normal.cpp and multinomial.cpp. Private: ember.h
+// does not reach this file.
+//
+// PyTorch fills a tensor one element at a time in *memory* order: its
+// TensorIterator puts the dimension with the largest stride outermost. So a
+// transposed view receives its draws in the order of the buffer under it, not
+// in the order its indices suggest. for_each_in_memory_order walks the same
+// way. Fills are serial on purpose: every draw depends on the one before.
+#pragma once
+
+#include <cstdint>
+
+#include "loops.h"
+#include "random.h"
+
+namespace ember::internal {
+
+inline Generator& generator_or_default(Generator* generator) {
+    return generator != nullptr ? *generator : default_generator();
+}
+
+// t's dimensions ordered largest stride first, ties kept in index order:
+// the nesting of PyTorch's loops over t, outermost first.
+Shape memory_order(const Tensor& t);
+
+// True when t's elements occupy a gap-free block, each at its own address,
+// in some order of its dimensions (a permuted contiguous tensor).
+bool is_non_overlapping_and_dense(const Tensor& t);
+
+// PyTorch's empty_like with the default preserve_format: a fresh tensor of
+// like's shape and `dtype`, with like's strides when like is dense and
+// non-overlapping (so a transposed input gives a transposed result), else
+// contiguous. randn_like, rand_like and multinomial's noise use it, because
+// the strides decide the order of the draws.
+Tensor empty_preserving_layout(const Tensor& like, DType dtype);
+
+// The checks every in-place fill makes before drawing: autograd allows the
+// write, and no two elements share a memory location (an expanded tensor).
+void check_fill_target(const Tensor& t, const char* op);
+
+// After a fill: bump the storage version (saved copies of t are now stale)
+// and, like fill_, drop t's history, since its values no longer depend on it.
+void finish_fill(const Tensor& t);
+
+// Calls f(x) with a reference to each element x of t (C++ type T), in memory
+// order.
+template <typename T, typename F>
+void for_each_in_memory_order(const Tensor& t, F&& f) {
+    Shape shape, strides;
+    for (int64_t d : memory_order(t)) {
+        shape.push_back(t.shape()[d]);
+        strides.push_back(t.strides()[d]);
+    }
+    StridedLayout<1> layout(shape, {&strides});
+    T* data = data_of<T>(t);
+    for_each_run(layout, 0, t.numel(), [&](const auto& off, const auto& step, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) f(data[off[0] + i * step[0]]);
+    });
+}
+
+} // namespace ember::internal
