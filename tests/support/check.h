@@ -1,0 +1,59 @@
+// Assertions shared by ember's Catch2 tests: tensors close to PyTorch's, and
+// the standard check of an op against a fixture case (values, gradients, and
+// a finite-difference gradient check). tests/README.md shows how to use them.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ember.h>
+
+#include "fixtures.h"
+
+namespace ember::testing {
+
+struct Tolerance {
+    double rtol = 1e-5;
+    double atol = 1e-6;
+};
+
+// REQUIREs equal shapes and dtypes and |actual - expected| <= atol + rtol*|expected|
+// everywhere (NaN matches NaN, inf matches the same inf). A failure reports the
+// largest difference and the first element out of tolerance.
+void require_close(const Tensor& actual, const Tensor& expected, Tolerance tol = {}, const std::string& what = "");
+
+// REQUIREs the same shape, dtype and bits (for int64, bool, and exact floats).
+void require_equal(const Tensor& actual, const Tensor& expected, const std::string& what = "");
+
+using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// Fixture case `name` (written by FixtureFile.case): runs op on name.in0,
+// name.in1, ...; compares the output with name.out; backpropagates name.dout;
+// compares each floating input's gradient with name.din<i>.
+void check_case(const Fixtures& fixtures, const std::string& name, const OpFn& op, Tolerance tol = {});
+
+// gradcheck of op at the case's inputs, converted to float64.
+void check_gradients(const Fixtures& fixtures, const std::string& name, const OpFn& op);
+
+// The inputs of a case (name.in0, name.in1, ...), floating ones requiring grad.
+std::vector<Tensor> case_inputs(const Fixtures& fixtures, const std::string& name);
+
+// One fixture case and the ember op that should reproduce it.
+struct OpCase {
+    std::string name;
+    OpFn op;
+    bool gradcheck = true; // false where finite differences cannot work (ties, huge inputs)
+    Tolerance tol = {};
+};
+
+// check_case for every case, each in its own Catch2 section.
+void check_cases(const Fixtures& fixtures, const std::vector<OpCase>& cases);
+
+// check_gradients for every case with a floating input and gradcheck = true.
+void check_cases_gradients(const Fixtures& fixtures, const std::vector<OpCase>& cases);
+
+// The fixtures of a family, loaded once per test program.
+const Fixtures& fixtures(const std::string& family);
+
+} // namespace ember::testing

@@ -1,0 +1,231 @@
+// The autograd engine (core/autograd.cpp): gradients by hand-derived math,
+// accumulation, retain_graph, detach, no-grad, deep graphs, freeing, in-place
+// checks, and the engine's errors.
+#include <catch2/catch.hpp>
+
+#include "check.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+TEST_CASE("backward computes d(sum(x*w + b))/d(x, w, b)", "[autograd]") {
+    Tensor x = tensor({{1.0f, 2.0f}, {3.0f, 4.0f}}).requires_grad_();
+    Tensor w = tensor({0.5f, -1.0f}).requires_grad_();
+    Tensor b = tensor({2.0f}).requires_grad_();
+    Tensor y = sum(x * w + b);
+    CHECK(y.item<float>() == (0.5f - 2.0f + 1.5f - 4.0f) + 4 * 2.0f);
+    y.backward();
+    require_equal(x.grad(), tensor({{0.5f, -1.0f}, {0.5f, -1.0f}}), "dx = w, broadcast over rows");
+    require_equal(w.grad(), tensor({4.0f, 6.0f}), "dw = column sums of x");
+    require_equal(b.grad(), tensor({4.0f}), "db = number of elements");
+}
+
+TEST_CASE("a tensor used several times gets the sum of its gradients", "[autograd]") {
+    Tensor x = tensor({1.0, 2.0, -3.0}, kFloat64).requires_grad_();
+    Tensor y = sum(x * x + x * 3 + exp(x) * x);
+    y.backward();
+    // d/dx (x^2 + 3x + x e^x) = 2x + 3 + e^x (1 + x)
+    Tensor xd = x.detach();
+    require_close(x.grad(), xd * 2 + 3 + exp(xd) * (xd + 1), {1e-12, 1e-12});
+}
+
+TEST_CASE("gradients accumulate until zero_grad", "[autograd]") {
+    Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+    sum(x * 3).backward();
+    sum(x * 3).backward();
+    require_equal(x.grad(), tensor({6.0f, 6.0f}));
+    x.zero_grad();
+    CHECK_FALSE(x.grad().defined());
+    sum(x * x).backward();
+    require_equal(x.grad(), tensor({2.0f, 4.0f}));
+}
+
+TEST_CASE("backward from a non-scalar needs a gradient of the output's shape", "[autograd]") {
+    Tensor x = tensor({1.0f, 2.0f, 3.0f}).requires_grad_();
+    Tensor y = x * x;
+    CHECK_THROWS_AS(y.backward(), AutogradError);
+    CHECK_THROWS_WITH(y.backward(), Catch::Contains("[backward]") && Catch::Contains("scalar") && Catch::Contains("(3)"));
+    CHECK_THROWS_AS(y.backward(ones({2})), ShapeError);
+    y.backward(tensor({1.0f, 0.0f, -1.0f}));
+    require_equal(x.grad(), tensor({2.0f, 0.0f, -6.0f}));
+}
+
+TEST_CASE("backward on a tensor that needs no grad is an error", "[autograd][errors]") {
+    Tensor x = ones({2});
+    CHECK_THROWS_AS(sum(x).backward(), AutogradError);
+    CHECK_THROWS_WITH(sum(x).backward(), Catch::Contains("does not require grad"));
+    Tensor p = ones({2}).requires_grad_();
+    {
+        NoGradGuard no_grad;
+        Tensor y = sum(p * 2);
+        CHECK_FALSE(y.requires_grad());
+        CHECK_THROWS_AS(y.backward(), AutogradError);
+    }
+}
+
+TEST_CASE("a second backward through a freed graph is an error; retain_graph allows it", "[autograd]") {
+    Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+    Tensor y = sum(exp(x));
+    y.backward();
+    CHECK_THROWS_AS(y.backward(), AutogradError);
+    CHECK_THROWS_WITH(y.backward(), Catch::Contains("already freed") && Catch::Contains("retain_graph"));
+
+    Tensor z = sum(exp(x));
+    x.zero_grad();
+    z.backward({}, /*retain_graph=*/true);
+    z.backward();
+    require_close(x.grad(), exp(x.detach()) * 2);
+}
+
+TEST_CASE("detach and no-grad cut the graph; requires_grad spreads to results", "[autograd]") {
+    Tensor x = ones({2}).requires_grad_();
+    Tensor y = x * 2;
+    CHECK(y.requires_grad());
+    CHECK_FALSE(y.is_leaf());
+    CHECK(y.grad_fn()->name() == "MulBackward0"); // the name Python torch prints for x * 2
+    Tensor d = y.detach();
+    CHECK_FALSE(d.requires_grad());
+    CHECK(d.is_leaf());
+    CHECK(d.storage() == y.storage());
+    {
+        NoGradGuard outer;
+        {
+            NoGradGuard inner;
+        }
+        CHECK_FALSE(GradMode::is_enabled()); // the inner guard restored "off"
+        CHECK_FALSE((x * 2).requires_grad());
+    }
+    CHECK(GradMode::is_enabled());
+    CHECK_FALSE((ones({2}) * 2).requires_grad());
+    CHECK_THROWS_AS(y.requires_grad_(), AutogradError); // only leaves
+    CHECK_THROWS_AS(ones({2}, kInt64).requires_grad_(), DTypeError);
+}
+
+TEST_CASE("the graph records PyTorch's node names and edges", "[autograd]") {
+    Tensor a = ones({2, 2}).requires_grad_();
+    Tensor b = ones({2, 2});
+    Tensor y = sum(matmul(a, b).relu());
+    CHECK(y.grad_fn()->name() == "SumBackward0");
+    Node* relu_node = y.grad_fn()->next_functions()[0].get();
+    CHECK(relu_node->name() == "ReluBackward0");
+    Node* mm_node = relu_node->next_functions()[0].get();
+    CHECK(mm_node->name() == "MmBackward0");
+    REQUIRE(mm_node->next_functions().size() == 2);
+    CHECK(mm_node->next_functions()[0]->name() == "AccumulateGrad");
+    CHECK(mm_node->next_functions()[1] == nullptr); // b needs no gradient
+}
+
+TEST_CASE("retain_grad keeps an intermediate's gradient", "[autograd]") {
+    Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+    Tensor h = x * 3;
+    h.retain_grad();
+    Tensor y = sum(h * h);
+    y.backward();
+    require_equal(h.grad(), tensor({6.0f, 12.0f})); // dy/dh = 2h
+    require_equal(x.grad(), tensor({18.0f, 36.0f}));
+}
+
+TEST_CASE("a leaf's gradient has the leaf's dtype", "[autograd]") {
+    Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+    Tensor y = sum(x * ones({2}, kFloat64));
+    CHECK(y.dtype() == kFloat64);
+    y.backward();
+    CHECK(x.grad().dtype() == kFloat32);
+}
+
+TEST_CASE("a graph 100000 ops deep runs backward and is freed without recursion", "[autograd]") {
+    int64_t before = Node::live_count();
+    {
+        Tensor x = tensor({1.0}, kFloat64).requires_grad_();
+        Tensor y = x;
+        for (int i = 0; i < 100000; ++i) y = y * 1.0 + 0.0;
+        CHECK(Node::live_count() - before >= 200000);
+        sum(y).backward();
+        CHECK(x.grad().item<double>() == 1.0);
+    } // y, and with it the whole chain, is destroyed here
+    CHECK(Node::live_count() == before);
+}
+
+TEST_CASE("a training loop keeps the number of live nodes flat", "[autograd]") {
+    // Nodes own their inputs' nodes and saved values but never their own
+    // output, so dropping the loss frees the graph: no cycles, no leaks.
+    Tensor w = full({4, 3}, 0.1f).requires_grad_();
+    Tensor x = ones({8, 4});
+    int64_t baseline = Node::live_count();
+    for (int step = 0; step < 50; ++step) {
+        // Each step starts with the previous step's graph gone.
+        REQUIRE(Node::live_count() == baseline);
+        Tensor loss = mean(pow(softmax(matmul(x, w), -1) - 0.5, 2));
+        loss.backward();
+        {
+            NoGradGuard no_grad;
+            w.sub_(w.grad() * 0.1);
+        }
+        w.zero_grad();
+    }
+    CHECK(Node::live_count() == baseline);
+}
+
+TEST_CASE("a graph dropped without backward is freed too", "[autograd]") {
+    int64_t before = Node::live_count();
+    {
+        Tensor x = ones({3}).requires_grad_();
+        Tensor y = sum(tanh(x * 2) + x);
+        CHECK(Node::live_count() > before);
+    }
+    CHECK(Node::live_count() == before);
+}
+
+TEST_CASE("backward refuses a saved tensor that was modified in place", "[autograd][errors]") {
+    Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+    Tensor y = exp(x); // ExpBackward saves its output y
+    Tensor z = sum(y * 2);
+    y.add_(1); // ... which this overwrites
+    CHECK_THROWS_AS(z.backward(), AutogradError);
+    CHECK_NOTHROW(sum(exp(x) * 2).backward()); // a fresh graph is fine
+    Tensor a = x * 2;
+    Tensor b = sum(a);
+    a.mul_(2); // neither SumBackward nor MulBackward saved a: PyTorch allows this too
+    b.backward();
+    CHECK(x.grad().defined());
+}
+
+TEST_CASE("in-place ops on leaves and on views inside the graph are refused", "[autograd][errors]") {
+    Tensor leaf = ones({2, 2}).requires_grad_();
+    CHECK_THROWS_AS(leaf.fill_(0), AutogradError);
+    CHECK_THROWS_WITH(leaf.masked_fill_(ones({2, 2}, kBool), 0), Catch::Contains("[masked_fill_]") && Catch::Contains("leaf"));
+    Tensor h = leaf * 2;
+    CHECK_THROWS_AS(h[0].mul_(2), AutogradError);
+    CHECK_THROWS_WITH(h.t().add_(1), Catch::Contains("view"));
+    // Outside the graph, a view may be written in place freely.
+    Tensor plain = zeros({2, 2});
+    plain[0].add_(1);
+    require_equal(plain, tensor({{1.0f, 1.0f}, {0.0f, 0.0f}}));
+}
+
+TEST_CASE("copy_ into a non-leaf makes it depend on the source", "[autograd]") {
+    Tensor src = tensor({1.0f, 2.0f}).requires_grad_();
+    Tensor dst = zeros({2, 2});
+    dst.copy_(src); // broadcast over rows
+    CHECK(dst.requires_grad());
+    sum(dst * tensor({{1.0f, 2.0f}, {3.0f, 4.0f}})).backward();
+    require_equal(src.grad(), tensor({4.0f, 6.0f}));
+}
+
+TEST_CASE("an undefined tensor is refused with a clear error", "[autograd][errors]") {
+    Tensor undefined;
+    CHECK_FALSE(undefined.defined());
+    CHECK_THROWS_AS(undefined.shape(), Error);
+    CHECK_THROWS_WITH(undefined.backward(), Catch::Contains("undefined"));
+}
+
+TEST_CASE("casts between float dtypes are differentiable; casts to integers are not", "[autograd]") {
+    Tensor x = tensor({1.5f, -2.0f}).requires_grad_();
+    Tensor d = x.to(kFloat64);
+    CHECK(d.grad_fn()->name() == "ToCopyBackward0");
+    sum(d * d).backward();
+    require_equal(x.grad(), tensor({3.0f, -4.0f}));
+    Tensor i = x.to(kInt64);
+    CHECK_FALSE(i.requires_grad());
+    require_equal(i, tensor({1, -2}));
+}

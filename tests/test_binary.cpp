@@ -1,0 +1,135 @@
+// Arithmetic (core/binary.cpp): values and gradients against PyTorch, a
+// finite-difference gradient check per op, type promotion, in-place forms
+// and their errors.
+#include <catch2/catch.hpp>
+
+#include "check.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+namespace {
+
+const std::vector<OpCase>& cases() {
+    using V = const std::vector<Tensor>&;
+    static const std::vector<OpCase> all = {
+        {"add.same", [](V in) { return in[0] + in[1]; }},
+        {"add.broadcast", [](V in) { return in[0] + in[1]; }},
+        {"add.scalar", [](V in) { return in[0] + 2.5; }},
+        {"add.transposed", [](V in) { return in[0].t() + in[1]; }},
+        {"sub.broadcast", [](V in) { return in[0] - in[1]; }},
+        {"sub.scalar", [](V in) { return in[0] - 1.5; }},
+        {"rsub.scalar", [](V in) { return 1.5 - in[0]; }},
+        {"mul.broadcast", [](V in) { return in[0] * in[1]; }},
+        {"mul.scalar", [](V in) { return in[0] * -0.5; }},
+        {"mul.self", [](V in) { return in[0] * in[0]; }},
+        {"div.broadcast", [](V in) { return in[0] / in[1]; }},
+        {"div.scalar", [](V in) { return in[0] / 3.0; }},
+        {"rdiv.scalar", [](V in) { return 2.0 / in[0]; }},
+        {"pow.2", [](V in) { return pow(in[0], 2); }},
+        {"pow.3", [](V in) { return in[0].pow(3); }},
+        {"pow.half", [](V in) { return pow(in[0], 0.5); }},
+        {"pow.minus_half", [](V in) { return pow(in[0], -0.5); }},
+        {"pow.minus_1", [](V in) { return pow(in[0], -1); }},
+        {"pow.minus_2", [](V in) { return pow(in[0], -2); }},
+        {"pow.1_7", [](V in) { return pow(in[0], 1.7); }},
+        {"pow.0", [](V in) { return pow(in[0], 0); }},
+        {"float64", [](V in) { return in[0] * in[1] + in[0] / in[1]; }},
+        {"mixed.float_int", [](V in) { return in[0] + in[1]; }},
+        {"mixed.float_double", [](V in) { return in[0] * in[1]; }},
+        {"chain", [](V in) { return (in[0] * in[1] - in[0] / (in[1] * in[1] + 1)) * 2 - in[1]; }},
+        {"int.add", [](V in) { return in[0] + in[1]; }},
+        {"int.mul_scalar", [](V in) { return in[0] * 2; }},
+        {"int.mul_float_scalar", [](V in) { return in[0] * 2.5; }},
+        {"int.div", [](V in) { return in[0] / in[1]; }},
+        {"int.pow", [](V in) { return pow(in[0], 3); }},
+        {"int.sub_scalar", [](V in) { return 10 - in[0]; }},
+    };
+    return all;
+}
+
+} // namespace
+
+TEST_CASE("binary ops match PyTorch's values and gradients", "[binary]") { check_cases(fixtures("binary"), cases()); }
+
+TEST_CASE("binary ops pass the finite-difference gradient check", "[binary][gradcheck]") {
+    check_cases_gradients(fixtures("binary"), cases());
+}
+
+TEST_CASE("result dtypes follow PyTorch's promotion", "[binary]") {
+    Tensor f = ones({2});
+    Tensor d = ones({2}, kFloat64);
+    Tensor i = ones({2}, kInt64);
+    CHECK((f + d).dtype() == kFloat64);
+    CHECK((f + i).dtype() == kFloat32);
+    CHECK((i + i).dtype() == kInt64);
+    CHECK((i * 2).dtype() == kInt64);
+    CHECK((i * 2.0).dtype() == kFloat32);
+    CHECK((i / i).dtype() == kFloat32); // true division
+    CHECK((d * 2.5f).dtype() == kFloat64);
+    CHECK(pow(i, 2).dtype() == kInt64);
+    CHECK(pow(i, 0.5).dtype() == kFloat32);
+}
+
+TEST_CASE("scalar division divides by the scalar rounded to the tensor's dtype", "[binary]") {
+    // PyTorch computes x / 3.0 on float32 as x / float(3.0), not x * (1/3.0).
+    Tensor x = tensor({1.0f, 2.0f, 10.0f});
+    Tensor y = x / 3.0;
+    const float* p = y.data_ptr<float>();
+    CHECK(p[0] == 1.0f / 3.0f);
+    CHECK(p[1] == 2.0f / 3.0f);
+    CHECK(p[2] == 10.0f / 3.0f);
+}
+
+TEST_CASE("integer arithmetic wraps on overflow instead of undefined behaviour", "[binary]") {
+    // Expected values as PyTorch 1.13 computes them.
+    CHECK((tensor({int64_t{INT64_MAX}}) + 1).item<int64_t>() == INT64_MIN);
+    CHECK((-tensor({int64_t{INT64_MIN}})).item<int64_t>() == INT64_MIN);
+    CHECK(pow(tensor({int64_t{3}}), 41).item<int64_t>() == -420491770248316829LL);
+    CHECK((tensor({int64_t{1} << 62}) * 4).item<int64_t>() == 0);
+}
+
+TEST_CASE("in-place arithmetic writes through views and records gradients", "[binary][inplace]") {
+    Tensor base = zeros({2, 3});
+    base.select(0, 1).add_(tensor({1.0f, 2.0f, 3.0f}));
+    require_equal(base, tensor({{0.0f, 0.0f, 0.0f}, {1.0f, 2.0f, 3.0f}}));
+    base.mul_(2).div_(4).add_(1);
+    require_equal(base, tensor({{1.0f, 1.0f, 1.0f}, {1.5f, 2.0f, 2.5f}}));
+
+    // y = (x * 3) then in place: y *= w, y += w, y -= x  =>  y = 3xw + w - x
+    Tensor x = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+    Tensor w = tensor({0.5, -1.0}, kFloat64).requires_grad_();
+    Tensor y = x * 3;
+    y.mul_(w);
+    y.add_(w);
+    y.sub_(x);
+    sum(y).backward();
+    require_close(x.grad(), 3 * w.detach() - 1); // d/dx = 3w - 1
+    require_close(w.grad(), 3 * x.detach() + 1); // d/dw = 3x + 1
+}
+
+TEST_CASE("in-place arithmetic rejects what it cannot do", "[binary][inplace][errors]") {
+    Tensor leaf = ones({2}).requires_grad_();
+    CHECK_THROWS_AS(leaf.add_(1), AutogradError);
+    CHECK_THROWS_WITH(leaf.mul_(2), Catch::Contains("[mul_]") && Catch::Contains("leaf"));
+    {
+        NoGradGuard no_grad; // what an optimizer step does
+        leaf.add_(1);
+    }
+    require_equal(leaf.detach(), tensor({2.0f, 2.0f}));
+
+    Tensor i = ones({2}, kInt64);
+    CHECK_THROWS_AS(i.add_(ones({2})), DTypeError);
+    CHECK_THROWS_WITH(ones({2}).add_(ones({3, 2})), Catch::Contains("[add_]") && Catch::Contains("(3,2)"));
+    Tensor expanded = ones({1, 3}).expand({2, 3});
+    CHECK_THROWS_AS(expanded.add_(1), ValueError);
+    CHECK_THROWS_AS(ones({2}, kBool) + ones({2}, kBool), DTypeError);
+}
+
+TEST_CASE("binary ops name the op and both shapes when they do not broadcast", "[binary][errors]") {
+    CHECK_THROWS_AS(ones({2, 3}) + ones({4}), ShapeError);
+    CHECK_THROWS_WITH(ones({2, 3}) * ones({4}), Catch::Contains("[mul]") && Catch::Contains("(2,3)") && Catch::Contains("(4)"));
+    CHECK_THROWS_WITH(ones({3}) / ones({2}), Catch::Contains("[div]"));
+    CHECK_THROWS_WITH(ones({3}) - ones({2}), Catch::Contains("[sub]"));
+    CHECK_THROWS_AS(pow(ones({2}, kInt64), -1), ValueError);
+}

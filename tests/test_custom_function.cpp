@@ -1,0 +1,124 @@
+// Defining differentiable ops from outside the library: this file uses only
+// the public header <ember.h>, as user code does (docs/extending.md).
+#include <catch2/catch.hpp>
+
+#include <ember.h>
+
+using ember::AutogradContext;
+using ember::Tensor;
+
+namespace {
+
+// y = x^3, dy/dx = 3 x^2.
+struct Cube : ember::Function<Cube> {
+    static std::string name() { return "CubeBackward"; }
+    static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+        ctx->save_for_backward({x});
+        return x * x * x;
+    }
+    static std::vector<Tensor> backward(AutogradContext* ctx, const Tensor& dout) {
+        Tensor x = ctx->get_saved_variables()[0];
+        return {dout * 3 * x * x};
+    }
+};
+
+// y = scale * (a @ b): tensors and a number as arguments.
+struct ScaledMatmul : ember::Function<ScaledMatmul> {
+    static Tensor forward(AutogradContext* ctx, const Tensor& a, const Tensor& b, double scale) {
+        ctx->save_for_backward({a, b});
+        ctx->saved_data["scale"] = scale;
+        return ember::matmul(a, b) * scale;
+    }
+    static std::vector<Tensor> backward(AutogradContext* ctx, const Tensor& dout) {
+        std::vector<Tensor> saved = ctx->get_saved_variables();
+        double scale = ctx->saved_data["scale"];
+        Tensor da, db;
+        if (ctx->needs_input_grad(0)) da = ember::matmul(dout, saved[1].t()) * scale;
+        if (ctx->needs_input_grad(1)) db = ember::matmul(saved[0].t(), dout) * scale;
+        return {da, db, Tensor()}; // no gradient for the double
+    }
+};
+
+// A broken op: backward returns one gradient for two arguments.
+struct WrongCount : ember::Function<WrongCount> {
+    static Tensor forward(AutogradContext*, const Tensor& a, const Tensor& b) { return a + b; }
+    static std::vector<Tensor> backward(AutogradContext*, const Tensor& dout) { return {dout}; }
+};
+
+// A broken op: backward returns a gradient of the wrong shape.
+struct WrongShape : ember::Function<WrongShape> {
+    static Tensor forward(AutogradContext*, const Tensor& a) { return ember::sum(a); }
+    static std::vector<Tensor> backward(AutogradContext*, const Tensor& dout) { return {dout}; }
+};
+
+// An op whose forward hands back its input unchanged.
+struct Identity : ember::Function<Identity> {
+    static Tensor forward(AutogradContext*, const Tensor& a) { return a; }
+    static std::vector<Tensor> backward(AutogradContext*, const Tensor& dout) { return {dout}; }
+};
+
+} // namespace
+
+TEST_CASE("a custom Function's forward and backward run like a built-in op", "[custom_function]") {
+    Tensor x = ember::tensor({1.0f, -2.0f}).requires_grad_();
+    Tensor y = Cube::apply(x);
+    CHECK(y.requires_grad());
+    CHECK(y.grad_fn()->name() == "CubeBackward");
+    ember::sum(y * 2).backward();
+    const float* g = x.grad().data_ptr<float>();
+    CHECK(g[0] == 6.0f);  // 2 * 3 * 1^2
+    CHECK(g[1] == 24.0f); // 2 * 3 * (-2)^2
+}
+
+TEST_CASE("custom Functions pass gradcheck, alone and inside a larger graph", "[custom_function][gradcheck]") {
+    Tensor x = ember::tensor({0.5, -1.5, 2.0}, ember::kFloat64).requires_grad_();
+    CHECK(ember::gradcheck([](const std::vector<Tensor>& in) { return Cube::apply(in[0]); }, {x}));
+    Tensor a = ember::tensor({{1.0, 2.0, 0.5}, {-1.0, 0.0, 3.0}}, ember::kFloat64).requires_grad_();
+    Tensor b = ember::tensor({{0.5, -2.0}, {1.5, 1.0}, {2.0, -0.5}}, ember::kFloat64).requires_grad_();
+    CHECK(ember::gradcheck(
+        [](const std::vector<Tensor>& in) { return ember::tanh(ScaledMatmul::apply(in[0], Cube::apply(in[1]), 0.25)); },
+        {a, b}));
+}
+
+TEST_CASE("needs_input_grad tells backward which gradients are wanted", "[custom_function]") {
+    Tensor a = ember::ones({2, 3}).requires_grad_();
+    Tensor b = ember::ones({3, 2}); // a constant
+    Tensor y = ScaledMatmul::apply(a, b, 2.0);
+    ember::sum(y).backward();
+    CHECK(a.grad().defined());
+    CHECK_FALSE(b.grad().defined());
+    // Without any input requiring grad, no node is recorded at all.
+    CHECK_FALSE(ScaledMatmul::apply(b.t(), b, 1.0).requires_grad());
+}
+
+TEST_CASE("mistakes in a custom backward are reported, not crashed on", "[custom_function][errors]") {
+    Tensor a = ember::ones({2}).requires_grad_();
+    Tensor b = ember::ones({2}).requires_grad_();
+    CHECK_THROWS_AS(ember::sum(WrongCount::apply(a, b)).backward(), ember::AutogradError);
+    CHECK_THROWS_WITH(ember::sum(WrongCount::apply(a, b)).backward(),
+                      Catch::Contains("returned 1 gradients") && Catch::Contains("2 arguments"));
+    CHECK_THROWS_AS(WrongShape::apply(a).backward(), ember::ShapeError);
+    CHECK_THROWS_WITH(WrongShape::apply(a).backward(), Catch::Contains("()") && Catch::Contains("(2)"));
+}
+
+TEST_CASE("a custom Function's saved tensors obey the same rules as built-ins'", "[custom_function][errors]") {
+    Tensor x = ember::tensor({1.0f, 2.0f}).requires_grad_();
+    Tensor h = x * 1.0;
+    Tensor y = ember::sum(Cube::apply(h));
+    h.add_(1); // overwrites what Cube saved
+    CHECK_THROWS_AS(y.backward(), ember::AutogradError);
+
+    Tensor z = ember::sum(Cube::apply(x));
+    z.backward();
+    CHECK_THROWS_WITH(z.backward(), Catch::Contains("freed"));
+}
+
+TEST_CASE("a forward that returns its input does not rewrite the input's history", "[custom_function]") {
+    Tensor x = ember::ones({2}).requires_grad_();
+    Tensor y = Identity::apply(x);
+    CHECK(x.is_leaf());
+    CHECK_FALSE(y.is_leaf());
+    CHECK(y.storage() == x.storage());
+    ember::sum(y).backward();
+    CHECK(x.grad().defined());
+}

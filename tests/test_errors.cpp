@@ -1,0 +1,86 @@
+// Errors: every bad input reachable through the public API throws a typed
+// ember::Error whose message starts with "[op]" and names the shapes, and
+// nothing crashes on unusual but legal input (empty and 0-d tensors).
+#include <catch2/catch.hpp>
+
+#include "check.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+TEST_CASE("error types form one hierarchy under ember::Error", "[errors]") {
+    CHECK_THROWS_AS(ones({2}) + ones({3}), Error);
+    CHECK_THROWS_AS(ones({2}).view({3}), std::runtime_error);
+    try {
+        matmul(ones({4, 8}), ones({16, 32}));
+        FAIL("no exception");
+    } catch (const ShapeError& e) {
+        CHECK(std::string(e.what()) == "[matmul] inner dimensions differ: a is (4,8), b is (16,32)");
+    }
+    CHECK(shape_str({}) == "()");
+    CHECK(shape_str({4, 8}) == "(4,8)");
+}
+
+TEST_CASE("messages start with the op's name in brackets", "[errors]") {
+    // One bad call per op family; each message must name its op.
+    const std::vector<std::pair<std::string, std::function<void()>>> calls = {
+        {"[add]", [] { add(ones({2}), ones({3})); }},
+        {"[sum]", [] { sum(ones({2}), 1); }},
+        {"[softmax]", [] { softmax(ones({2}), 3); }},
+        {"[cross_entropy]", [] { cross_entropy(ones({2, 3}), tensor({5, 0})); }},
+        {"[cat]", [] { cat({ones({2, 2}), ones({3})}); }},
+        {"[view]", [] { ones({2, 3}).view({7}); }},
+        {"[permute]", [] { ones({2, 3}).permute({1}); }},
+        {"[expand]", [] { ones({2}).expand({3}); }},
+        {"[index_select]", [] { index_select(ones({2}), 0, tensor({2})); }},
+        {"[tril]", [] { tril(ones({2})); }},
+        {"[masked_fill]", [] { masked_fill(ones({2}), ones({2}), 0); }},
+        {"[dropout]", [] { dropout(ones({2}), 2.0); }},
+        {"[backward]", [] { sum(ones({2})).backward(); }},
+        {"[requires_grad_]", [] { ones({2}, kInt64).requires_grad_(); }},
+        {"[empty]", [] { empty({-1}); }},
+        {"[narrow]", [] { ones({2}).narrow(0, 1, 5); }},
+    };
+    for (const auto& [prefix, call] : calls) {
+        DYNAMIC_SECTION(prefix) {
+            try {
+                call();
+                FAIL("no exception for " << prefix);
+            } catch (const Error& e) {
+                CHECK(std::string(e.what()).rfind(prefix, 0) == 0);
+            }
+        }
+    }
+}
+
+TEST_CASE("empty and 0-d tensors pass through every op family without crashing", "[errors]") {
+    Tensor e = zeros({0, 3}).requires_grad_();
+    Tensor s = tensor({2.0f}).view({}).detach().requires_grad_();
+    CHECK(sum(e).item<float>() == 0.0f);
+    CHECK(std::isnan(mean(e).item<float>()));
+    CHECK((e * 2 + 1).shape() == Shape{0, 3});
+    CHECK(softmax(e, -1).shape() == Shape{0, 3});
+    CHECK(matmul(e, ones({3, 2})).shape() == Shape{0, 2});
+    CHECK(matmul(ones({2, 0}), ones({0, 3})).shape() == Shape{2, 3});
+    CHECK(cat({e, e}).shape() == Shape{0, 3});
+    CHECK(e.t().contiguous().shape() == Shape{3, 0});
+    CHECK(sum(e, 0).shape() == Shape{3});
+    sum(e * 3).backward();
+    CHECK(e.grad().shape() == Shape{0, 3});
+    Tensor y = s * s + exp(s);
+    CHECK(y.dim() == 0);
+    y.backward();
+    CHECK(s.grad().item<float>() == Approx(4.0 + std::exp(2.0)));
+    CHECK(softmax(s, 0).item<float>() == 1.0f);
+    CHECK(sum(s, 0).dim() == 0);
+    CHECK(max(s).item<float>() == 2.0f);
+}
+
+TEST_CASE("exceptions leave tensors as they were", "[errors]") {
+    Tensor x = tensor({1.0f, 2.0f});
+    CHECK_THROWS(x.add_(ones({3})));
+    CHECK_THROWS(x.copy_(ones({4})));
+    CHECK_THROWS(x.masked_fill_(ones({2}), 0));
+    require_equal(x, tensor({1.0f, 2.0f}));
+    CHECK(x.storage()->version() == 0);
+}

@@ -1,0 +1,97 @@
+// The Tensor handle (core/tensor.h, core/tensor.cpp): metadata, element
+// access, handle semantics, copies and in-place writes.
+#include <catch2/catch.hpp>
+
+#include "check.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+TEST_CASE("a tensor knows its shape, strides, dtype and size", "[tensor]") {
+    Tensor x = zeros({2, 3, 4}, kFloat64);
+    CHECK(x.dim() == 3);
+    CHECK(x.numel() == 24);
+    CHECK(x.size(-1) == 4);
+    CHECK(x.stride(0) == 12);
+    CHECK(x.dtype() == kFloat64);
+    CHECK(x.is_floating_point());
+    CHECK(x.storage()->nbytes() == 24 * sizeof(double));
+    CHECK(x.storage_offset() == 0);
+    CHECK(element_size(kInt64) == 8);
+    CHECK(std::string(dtype_name(kBool)) == "bool");
+    CHECK(promote_types(kInt64, kFloat32) == kFloat32);
+    CHECK(promote_types(kFloat32, kFloat64) == kFloat64);
+}
+
+TEST_CASE("copying a Tensor copies the handle, clone copies the data", "[tensor]") {
+    Tensor a = zeros({3});
+    Tensor b = a; // same tensor
+    b.fill_(1);
+    CHECK(a.is_same(b));
+    CHECK(sum(a).item<float>() == 3.0f);
+    Tensor c = a.clone();
+    c.fill_(5);
+    CHECK(sum(a).item<float>() == 3.0f);
+    CHECK_FALSE(c.is_same(a));
+    CHECK(c.storage() != a.storage());
+}
+
+TEST_CASE("item and data_ptr check what they are asked for", "[tensor]") {
+    Tensor x = tensor({2.5f});
+    CHECK(x.item<float>() == 2.5f);
+    CHECK(x.item() == 2.5);
+    CHECK(x.item<int64_t>() == 2);
+    CHECK(tensor({{1, 2}, {3, 4}}).index({1, 0}).item<int64_t>() == 3);
+    CHECK_THROWS_AS(ones({2}).item(), ValueError);
+    CHECK_THROWS_WITH(ones({2}).item(), Catch::Contains("[item]") && Catch::Contains("(2)"));
+    CHECK_THROWS_AS(ones({2}).data_ptr<double>(), DTypeError);
+    Tensor s = arange(10).slice(0, 3);
+    CHECK(*s.data_ptr<int64_t>() == 3); // data_ptr points at the view's first element
+}
+
+TEST_CASE("copy_ broadcasts and converts; fill_ and zero_ write every element", "[tensor]") {
+    Tensor dst = zeros({2, 3});
+    dst.copy_(tensor({1, 2, 3}));
+    require_equal(dst, tensor({{1.f, 2.f, 3.f}, {1.f, 2.f, 3.f}}));
+    dst.t().fill_(4); // through a view
+    CHECK(sum(dst).item<float>() == 24.0f);
+    dst.zero_();
+    CHECK(sum(dst).item<float>() == 0.0f);
+    CHECK_THROWS_AS(dst.copy_(ones({3, 3})), ShapeError);
+    Tensor i = zeros({2}, kInt64);
+    i.fill_(2.7); // converted as PyTorch does
+    CHECK(sum(i).item<int64_t>() == 4);
+}
+
+TEST_CASE("in-place writes bump the storage version that autograd checks", "[tensor]") {
+    Tensor x = zeros({2});
+    uint64_t v0 = x.storage()->version();
+    x.add_(1);
+    x[0].fill_(3); // a view shares the counter
+    CHECK(x.storage()->version() == v0 + 2);
+    Tensor y = x.clone();
+    CHECK(y.storage()->version() == 0);
+}
+
+TEST_CASE("contiguity follows PyTorch's definition", "[tensor]") {
+    CHECK(zeros({2, 3}).is_contiguous());
+    CHECK_FALSE(zeros({2, 3}).t().is_contiguous());
+    CHECK(zeros({1, 3}).t().is_contiguous()); // size-1 dims do not count
+    CHECK(zeros({3, 1}).expand({3, 1}).is_contiguous());
+    CHECK_FALSE(zeros({3, 1}).expand({3, 4}).is_contiguous());
+    CHECK(zeros({0, 3}).t().is_contiguous());
+    Tensor t = arange(6).view({2, 3}).t();
+    Tensor c = t.contiguous();
+    CHECK(c.is_contiguous());
+    require_equal(c, tensor({{0, 3}, {1, 4}, {2, 5}}));
+    CHECK(c.contiguous().is_same(c));
+}
+
+TEST_CASE("threads can be set and the setting is checked", "[tensor][parallel]") {
+    int n = get_num_threads();
+    CHECK(n >= 1);
+    set_num_threads(1);
+    CHECK(get_num_threads() == 1);
+    set_num_threads(n);
+    CHECK_THROWS_AS(set_num_threads(0), ValueError);
+}
