@@ -108,9 +108,18 @@ void GradMode::set_enabled(bool enabled) { grad_mode_enabled = enabled; }
 
 bool needs_grad(const std::vector<Tensor>& inputs) {
     if (!GradMode::is_enabled()) return false;
-    for (const Tensor& t : inputs)
-        if (t.defined() && t.requires_grad()) return true;
-    return false;
+    bool any = false;
+    for (const Tensor& t : inputs) {
+        check_view_history(t);
+        any = any || (t.defined() && t.requires_grad());
+    }
+    return any;
+}
+
+void fail_stale_view(const Tensor& view) {
+    fail<AutogradError>("autograd", "a view of shape ", view.shape(),
+                        " was taken before an in-place operation changed the history of the tensor it views, "
+                        "so its own history is out of date; take the view again after the in-place operation");
 }
 
 std::shared_ptr<Node> gradient_edge(const Tensor& tensor) {
@@ -135,10 +144,12 @@ void attach(const Tensor& out, std::string name, const std::vector<Tensor>& inpu
 
 void check_inplace(const Tensor& self, const char* op, bool result_needs_grad) {
     if (!GradMode::is_enabled()) return;
-    if (self.is_leaf() && self.requires_grad())
+    check_view_history(self);
+    const TensorImpl* base = self.impl()->view_base.get();
+    if ((self.is_leaf() && self.requires_grad()) || (base && !base->grad_fn && base->requires_grad))
         fail<AutogradError>(op, "a leaf tensor of shape ", self.shape(),
-                            " that requires grad cannot be modified in place (it would change what "
-                            "its gradient means); do it inside a NoGradGuard, or use the out-of-place form");
+                            " that requires grad (or a view of one) cannot be modified in place (it would change "
+                            "what its gradient means); do it inside a NoGradGuard, or use the out-of-place form");
     if (result_needs_grad && self.impl()->view_base)
         fail<AutogradError>(op, "in-place operation on a view of shape ", self.shape(),
                             " inside the graph: ember cannot rewrite the history of the tensor it views; "
@@ -149,8 +160,23 @@ void attach_inplace(const Tensor& self, std::string name, const std::vector<Tens
                     BackwardFn backward) {
     // Build the node first: its edges read self's old history.
     auto node = std::make_shared<FunctionNode>(std::move(name), inputs, std::move(backward));
-    self.impl()->grad_fn = std::move(node);
-    self.impl()->requires_grad = true;
+    TensorImpl* impl = self.impl();
+    // A retain_grad() on self follows self to its new history.
+    if (impl->grad_fn && impl->grad_fn->retained_output.lock().get() == impl) {
+        node->retained_output = self.impl_ptr();
+        impl->grad_fn->retained_output.reset();
+    }
+    impl->grad_fn = std::move(node);
+    impl->requires_grad = true;
+    // Views of self taken before now still hold the old history: mark them stale.
+    self.storage()->bump_history_version();
+    impl->view_history_version = self.storage()->history_version();
+}
+
+void record_overwrite(const Tensor& self, const char* grad_name) {
+    if (!GradMode::is_enabled() || !self.requires_grad() || self.is_leaf()) return;
+    // forward: self = values independent of its past, so dself_old = 0.
+    attach_inplace(self, grad_name, {self}, [](const Tensor& dout) -> Grads { return {zeros_like(dout)}; });
 }
 
 // ---- the engine -------------------------------------------------------------------
@@ -267,6 +293,8 @@ Tensor Tensor::grad() const { return Tensor(checked().grad); }
 void Tensor::set_grad(const Tensor& grad) const {
     if (grad.defined() && grad.shape() != shape())
         fail<ShapeError>("set_grad", "gradient has shape ", grad.shape(), " but the tensor has shape ", shape());
+    if (grad.defined() && grad.dtype() != dtype())
+        fail<DTypeError>("set_grad", "gradient is ", dtype_name(grad.dtype()), " but the tensor is ", dtype_name(dtype()));
     impl()->grad = grad.defined() ? grad.impl_ptr() : nullptr;
 }
 

@@ -127,11 +127,22 @@ private:
 
 // ---- for op implementations -------------------------------------------------
 
+// A view taken before an in-place op rewrote the history of the tensor it
+// views still carries the old history: its gradient would be wrong. Using such
+// a view in a graph throws an AutogradError (take the view again instead).
+[[noreturn]] void fail_stale_view(const Tensor& view);
+inline void check_view_history(const Tensor& t) {
+    if (t.defined() && t.impl()->view_base && t.impl()->view_history_version != t.storage()->history_version())
+        fail_stale_view(t);
+}
+
 // True when grad mode is on and any (defined) input requires grad, i.e. the
 // op must record a node: `if (needs_grad(a, b)) attach(...)`.
 template <typename... Ts>
 bool needs_grad(const Ts&... inputs) {
-    return GradMode::is_enabled() && ((inputs.defined() && inputs.requires_grad()) || ...);
+    if (!GradMode::is_enabled()) return false;
+    (check_view_history(inputs), ...);
+    return ((inputs.defined() && inputs.requires_grad()) || ...);
 }
 bool needs_grad(const std::vector<Tensor>& inputs);
 
@@ -144,6 +155,12 @@ void attach(const Tensor& out, std::string name, const std::vector<Tensor>& inpu
 void check_inplace(const Tensor& self, const char* op, bool result_needs_grad);
 void attach_inplace(const Tensor& self, std::string name, const std::vector<Tensor>& inputs,
                     BackwardFn backward);
+
+// For an in-place op that overwrites every value of `self` with values that
+// do not depend on anything in the graph (fill_, zero_, normal_, ...): in the
+// graph, `self`'s history becomes a node that passes back a zero gradient,
+// as PyTorch's FillBackward does.
+void record_overwrite(const Tensor& self, const char* grad_name);
 
 // The node a gradient for `tensor` must flow into: its grad_fn, or for a leaf
 // that requires grad its AccumulateGrad node; null if it needs no grad.

@@ -25,11 +25,10 @@ namespace {
 template <typename F>
 Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType dtype, F f) {
     Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
-    if (dtype == kBool) fail<DTypeError>(op, "arithmetic on bool tensors is not supported; convert with to(kInt64)");
     Tensor out = empty(shape, dtype);
     Tensor ca = converted(a, dtype);
     Tensor cb = converted(b, dtype);
-    dispatch_numeric(dtype, op, [&]<typename T>(TypeTag<T>) {
+    dispatch(dtype, [&]<typename T>(TypeTag<T>) {
         map_binary<T, T>(out, ca, cb, [f](T x, T y) { return f(x, y); });
     });
     return out;
@@ -38,12 +37,11 @@ Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType dty
 // out = f(a, s) with the scalar cast to `dtype` first, as PyTorch does
 // (x / 3.0 on float32 divides by float(3.0)).
 template <typename F>
-Tensor scalar_kernel(const char* op, const Tensor& a, Scalar s, DType dtype, F f) {
-    if (dtype == kBool) fail<DTypeError>(op, "arithmetic on bool tensors is not supported; convert with to(kInt64)");
+Tensor scalar_kernel(const Tensor& a, Scalar s, DType dtype, F f) {
     Tensor out = empty(a.shape(), dtype);
     Tensor ca = converted(a, dtype);
-    dispatch_numeric(dtype, op, [&]<typename T>(TypeTag<T>) {
-        T v = cast_value<T>(s.to_double());
+    dispatch(dtype, [&]<typename T>(TypeTag<T>) {
+        T v = s.to<T>();
         map_unary<T, T>(out, ca, [f, v](T x) { return f(x, v); });
     });
     return out;
@@ -51,12 +49,19 @@ Tensor scalar_kernel(const char* op, const Tensor& a, Scalar s, DType dtype, F f
 
 DType true_div_type(DType dtype) { return is_floating(dtype) ? dtype : kFloat32; }
 
+// On bool, add is "or" and mul is "and" (add_op and mul_op on bool do that);
+// PyTorch refuses subtraction, and so does ember.
+void check_not_bool_sub(const char* op, DType dtype) {
+    if (dtype == kBool)
+        fail<DTypeError>(op, "subtraction of bool tensors is not supported; use ne(a, b) for exclusive or");
+}
+
 } // namespace
 
 // ---- add, sub ----------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_kernel("add", a, b, promote_types(a.dtype(), b.dtype()),
+    Tensor out = binary_kernel("add", a, b, result_type(a, b),
                                [](auto x, auto y) { return add_op(x, y); });
     // forward: out = a + b, so da = dout and db = dout (each summed to its shape).
     if (needs_grad(a, b))
@@ -67,14 +72,15 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor add(const Tensor& a, Scalar b) {
-    Tensor out = scalar_kernel("add", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return add_op(x, y); });
+    Tensor out = scalar_kernel(a, b, b.result_type(a.dtype()), [](auto x, auto y) { return add_op(x, y); });
     // forward: out = a + b, so da = dout.
     if (needs_grad(a)) attach(out, "AddBackward0", {a}, [](const Tensor& dout) -> Grads { return {dout}; });
     return out;
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_kernel("sub", a, b, promote_types(a.dtype(), b.dtype()),
+    check_not_bool_sub("sub", result_type(a, b));
+    Tensor out = binary_kernel("sub", a, b, result_type(a, b),
                                [](auto x, auto y) { return sub_op(x, y); });
     // forward: out = a - b, so da = dout and db = -dout.
     if (needs_grad(a, b))
@@ -85,14 +91,16 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, Scalar b) {
-    Tensor out = scalar_kernel("sub", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return sub_op(x, y); });
+    check_not_bool_sub("sub", b.result_type(a.dtype()));
+    Tensor out = scalar_kernel(a, b, b.result_type(a.dtype()), [](auto x, auto y) { return sub_op(x, y); });
     // forward: out = a - b, so da = dout.
     if (needs_grad(a)) attach(out, "SubBackward0", {a}, [](const Tensor& dout) -> Grads { return {dout}; });
     return out;
 }
 
 Tensor sub(Scalar a, const Tensor& b) {
-    Tensor out = scalar_kernel("sub", b, a, a.result_type(b.dtype()), [](auto x, auto y) { return sub_op(y, x); });
+    check_not_bool_sub("sub", a.result_type(b.dtype()));
+    Tensor out = scalar_kernel(b, a, a.result_type(b.dtype()), [](auto x, auto y) { return sub_op(y, x); });
     // forward: out = a - b, so db = -dout.
     if (needs_grad(b)) attach(out, "RsubBackward1", {b}, [](const Tensor& dout) -> Grads { return {neg(dout)}; });
     return out;
@@ -101,7 +109,7 @@ Tensor sub(Scalar a, const Tensor& b) {
 // ---- mul, div ------------------------------------------------------------------------------
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_kernel("mul", a, b, promote_types(a.dtype(), b.dtype()),
+    Tensor out = binary_kernel("mul", a, b, result_type(a, b),
                                [](auto x, auto y) { return mul_op(x, y); });
     // forward: out = a * b, so da = dout * b and db = dout * a. Each input is
     // saved only if the other one needs its gradient.
@@ -120,14 +128,14 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, Scalar b) {
-    Tensor out = scalar_kernel("mul", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return mul_op(x, y); });
+    Tensor out = scalar_kernel(a, b, b.result_type(a.dtype()), [](auto x, auto y) { return mul_op(x, y); });
     // forward: out = a * b, so da = dout * b.
     if (needs_grad(a)) attach(out, "MulBackward0", {a}, [b](const Tensor& dout) -> Grads { return {mul(dout, b)}; });
     return out;
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_kernel("div", a, b, true_div_type(promote_types(a.dtype(), b.dtype())),
+    Tensor out = binary_kernel("div", a, b, true_div_type(result_type(a, b)),
                                [](auto x, auto y) { return x / y; });
     // forward: out = a / b, so da = dout / b and db = -dout * a / b^2.
     if (needs_grad(a, b)) {
@@ -146,14 +154,14 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, Scalar b) {
-    Tensor out = scalar_kernel("div", a, b, true_div_type(b.result_type(a.dtype())), [](auto x, auto y) { return x / y; });
+    Tensor out = scalar_kernel(a, b, true_div_type(b.result_type(a.dtype())), [](auto x, auto y) { return x / y; });
     // forward: out = a / b, so da = dout / b.
     if (needs_grad(a)) attach(out, "DivBackward0", {a}, [b](const Tensor& dout) -> Grads { return {div(dout, b)}; });
     return out;
 }
 
 Tensor div(Scalar a, const Tensor& b) {
-    Tensor out = scalar_kernel("div", b, a, true_div_type(a.result_type(b.dtype())), [](auto x, auto y) { return y / x; });
+    Tensor out = scalar_kernel(b, a, true_div_type(a.result_type(b.dtype())), [](auto x, auto y) { return y / x; });
     // forward: out = a / b, so db = -dout * a / b^2 = -dout * out / b.
     if (needs_grad(b))
         attach(out, "DivBackward0", {b}, [out_saved = SavedTensor(out), b_saved = SavedTensor(b)](const Tensor& dout) -> Grads {
@@ -195,17 +203,17 @@ T pow_value(T x, T p) {
 Tensor pow(const Tensor& x, Scalar exponent) {
     DType dtype = exponent.result_type(x.dtype());
     if (dtype == kBool) dtype = kInt64;
-    if (dtype == kInt64 && exponent.to_double() < 0)
+    if (dtype == kInt64 && exponent.to<int64_t>() < 0)
         fail<ValueError>("pow", "integers to negative integer powers are not allowed (tensor of shape ", x.shape(),
                          ", exponent ", exponent.to_double(), ")");
     Tensor out = empty(x.shape(), dtype);
     Tensor cx = converted(x, dtype);
     dispatch_numeric(dtype, "pow", [&]<typename T>(TypeTag<T>) {
         if constexpr (std::is_integral_v<T>) {
-            int64_t p = static_cast<int64_t>(exponent.to_double());
+            int64_t p = exponent.to<int64_t>();
             map_unary<T, T>(out, cx, [p](T v) { return int_pow(v, p); });
         } else {
-            T p = static_cast<T>(exponent.to_double());
+            T p = exponent.to<T>();
             map_unary<T, T>(out, cx, [p](T v) { return pow_value(v, p); });
         }
     });
@@ -233,19 +241,15 @@ void inplace_kernel(const char* op, const Tensor& self, const Tensor& other, F f
     if (broadcast_shapes(self.shape(), other.shape(), op) != self.shape())
         fail<ShapeError>(op, "the result of shape ", broadcast_shapes(self.shape(), other.shape(), op),
                          " does not fit in the tensor of shape ", self.shape(), " it would be written to");
-    DType dtype = promote_types(self.dtype(), other.dtype());
+    DType dtype = result_type(self, other);
     if (is_floating(dtype) && !self.is_floating_point())
         fail<DTypeError>(op, "a ", dtype_name(dtype), " result cannot be written into a ", dtype_name(self.dtype()),
                          " tensor of shape ", self.shape());
-    for (int64_t d = 0; d < self.dim(); ++d)
-        if (self.strides()[d] == 0 && self.shape()[d] > 1)
-            fail<ValueError>(op, "cannot write in place to an expanded tensor of shape ", self.shape(), " (strides ",
-                             self.strides(), "): several of its elements share one memory location; clone() it first");
+    check_writable(self, op);
     // If other shares memory with self, read a copy: writes to self would
     // otherwise change other's elements before they are read.
-    Tensor src = other.storage() == self.storage() ? other.clone() : other;
-    src = converted(src, self.dtype());
-    dispatch_numeric(self.dtype(), op, [&]<typename T>(TypeTag<T>) {
+    Tensor src = converted(unaliased(other, self), self.dtype());
+    dispatch(self.dtype(), [&]<typename T>(TypeTag<T>) {
         map_binary<T, T>(self, self, src, [f](T x, T y) { return f(x, y); });
     });
     bump_version(self);
@@ -276,6 +280,7 @@ Tensor& Tensor::add_(Scalar other) {
 }
 
 Tensor& Tensor::sub_(const Tensor& other) {
+    check_not_bool_sub("sub_", dtype());
     bool grad = needs_grad(*this, other);
     check_inplace(*this, "sub_", grad);
     inplace_kernel("sub_", *this, other, [](auto x, auto y) { return sub_op(x, y); });
@@ -292,8 +297,8 @@ Tensor& Tensor::mul_(const Tensor& other) {
     check_inplace(*this, "mul_", grad);
     // Backward needs self's and other's values from before the write: save
     // them first, copying whatever the write will overwrite.
-    SavedTensor old_self(grad && other.requires_grad() ? clone().detach() : Tensor());
-    SavedTensor other_saved(!grad ? Tensor() : other.storage() == storage() ? other.clone().detach() : other);
+    SavedTensor old_self(grad && other.requires_grad() ? contiguous_data(detach()).clone() : Tensor());
+    SavedTensor other_saved(grad ? unaliased(other, *this) : Tensor());
     inplace_kernel("mul_", *this, other, [](auto x, auto y) { return mul_op(x, y); });
     // forward: self = self * other, so dself = dout * other and dother = dout * old self.
     if (grad)

@@ -23,7 +23,7 @@ namespace {
 template <typename Pred>
 Tensor compare(const char* op, const Tensor& a, const Tensor& b, Pred pred) {
     Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
-    DType dtype = promote_types(a.dtype(), b.dtype());
+    DType dtype = result_type(a, b);
     Tensor out = empty(shape, kBool);
     Tensor ca = converted(a, dtype);
     Tensor cb = converted(b, dtype);
@@ -89,7 +89,7 @@ Tensor select_kernel(const char* op, const Tensor& condition, const Tensor& a, c
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     check_mask("where", condition, broadcast_shapes(a.shape(), b.shape(), "where"));
-    Tensor out = select_kernel("where", condition, a, b, promote_types(a.dtype(), b.dtype()));
+    Tensor out = select_kernel("where", condition, a, b, result_type(a, b));
     // forward: out = cond ? a : b, so da = dout where cond (else 0) and
     // db = dout where not cond, each summed to its shape.
     if (needs_grad(a, b))
@@ -121,12 +121,14 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
                          " of the tensor it fills");
     bool grad = needs_grad(*this);
     check_inplace(*this, "masked_fill_", grad);
+    check_writable(*this, "masked_fill_");
+    Tensor m_src = unaliased(mask, *this); // a mask that views self must be read before self changes
     dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
-        T v = cast_value<T>(value.to_double());
-        Shape sm = broadcast_strides(mask, shape());
+        T v = value.to<T>();
+        Shape sm = broadcast_strides(m_src, shape());
         StridedLayout<2> layout(shape(), {&strides(), &sm});
         T* data = data_of<T>(*this);
-        const bool* m = data_of<bool>(mask);
+        const bool* m = data_of<bool>(m_src);
         parallel_for_each_run(layout, numel(), [&](const auto& off, const auto& step, int64_t n) {
             for (int64_t i = 0; i < n; ++i)
                 if (m[off[1] + i * step[1]]) data[off[0] + i * step[0]] = v;

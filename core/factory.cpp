@@ -74,13 +74,33 @@ Tensor arange(Scalar end, TensorOptions options) { return arange(0, end, 1, opti
 
 Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
     double s = start.to_double(), e = end.to_double(), d = step.to_double();
+    if (!std::isfinite(s) || !std::isfinite(e) || !std::isfinite(d))
+        fail<ValueError>("arange", "start, end and step must be finite, got ", s, ", ", e, ", ", d);
     if (d == 0) fail<ValueError>("arange", "step must be nonzero");
-    if (!std::isfinite(s) || !std::isfinite(e))
-        fail<ValueError>("arange", "start and end must be finite, got ", s, " and ", e);
     if ((d > 0 && e < s) || (d < 0 && e > s))
         fail<ValueError>("arange", "upper bound and step sign are inconsistent: start ", s, ", end ", e, ", step ", d);
     bool integral = start.is_integral() && end.is_integral() && step.is_integral();
     DType dtype = options.dtype_or(integral ? kInt64 : kFloat32);
+    if (integral) {
+        // Exact integer arithmetic (int64 start, end and step), as PyTorch.
+        // Exact integer arithmetic, as PyTorch: count = ceil(|end - start| / |step|),
+        // in unsigned 64-bit so that no difference of two int64s can overflow.
+        const int64_t si = start.to<int64_t>(), ei = end.to<int64_t>(), di = step.to<int64_t>();
+        const uint64_t span = di > 0 ? static_cast<uint64_t>(ei) - static_cast<uint64_t>(si)
+                                     : static_cast<uint64_t>(si) - static_cast<uint64_t>(ei);
+        const uint64_t magnitude = di > 0 ? static_cast<uint64_t>(di) : 0 - static_cast<uint64_t>(di);
+        const uint64_t count = span / magnitude + (span % magnitude != 0);
+        if (count > (uint64_t{1} << 40)) fail<ValueError>("arange", "would make ", count, " elements");
+        Tensor out = empty({static_cast<int64_t>(count)}, dtype);
+        dispatch(dtype, [&]<typename T>(TypeTag<T>) {
+            T* data = out.data_ptr<T>();
+            // start + i * step stays within [start, end], so the wrapping sum is exact.
+            for (int64_t i = 0; i < out.numel(); ++i)
+                data[i] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(si) +
+                                                              static_cast<uint64_t>(i) * static_cast<uint64_t>(di)));
+        });
+        return finish(out, options);
+    }
     double count = std::ceil((e - s) / d);
     if (count > 1e12) fail<ValueError>("arange", "would make ", count, " elements");
     Tensor out = empty({static_cast<int64_t>(count)}, dtype);

@@ -33,6 +33,15 @@ struct DimSplit {
 };
 DimSplit split_at(const Shape& shape, int64_t dim);
 
+// Refuses to write in place to a tensor with two indices on one element (an
+// expanded tensor: stride 0 along a dim of size > 1), as PyTorch does: the
+// result would depend on the order of the writes, and threads would race.
+void check_writable(const Tensor& t, const char* op);
+
+// `src` if it cannot alias `dst`, else a private copy of it: an in-place op
+// that reads src while writing dst must not see its own writes.
+Tensor unaliased(const Tensor& src, const Tensor& dst);
+
 // Raises the storage version of an in-place op's target (see SavedTensor).
 inline void bump_version(const Tensor& t) { t.storage()->bump_version(); }
 

@@ -5,8 +5,9 @@
 //   (K) @ (...,K,N)        -> (...,N)     a is treated as (1,K), then squeezed
 //   (...,M,K) @ (K)        -> (...,M)     b is treated as (K,1), then squeezed
 //   (B...,M,K) @ (B'...,K,N) -> (broadcast(B, B')...,M,N)
-// The 1-D cases are views around the batched product, so only that product
-// needs a backward of its own. Operands are read where they lie, whatever
+// The 1-D cases, and the folding of (B...,M,K) @ (K,N) into one 2-D product,
+// are views around the batched product, so only that product needs a
+// backward of its own. Operands are read where they lie, whatever
 // their strides. Tests: tests/test_matmul.cpp.
 #include "autograd.h"
 #include "gemm.h"
@@ -105,6 +106,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     }
 
     if (a.dim() == 1 && b.dim() == 1) return batched_matmul(a.unsqueeze(0), b.unsqueeze(1)).view({});
+    // (B...,M,K) @ (K,N), as a Linear layer on (B,T,C) does: fold the batch
+    // into the rows, one (B*M,K) @ (K,N) product instead of B small ones, as
+    // PyTorch does. The fold is a view when a's strides allow it.
+    if (a.dim() > 2 && b.dim() == 2 && a.numel() > 0) {
+        Shape out_shape(a.shape().begin(), a.shape().end() - 1);
+        out_shape.push_back(b.shape()[1]);
+        return batched_matmul(a.reshape({-1, ka}), b).view(out_shape);
+    }
     if (a.dim() == 1) return batched_matmul(a.unsqueeze(0), b).squeeze(-2);
     if (b.dim() == 1) return batched_matmul(a, b.unsqueeze(1)).squeeze(-1);
     return batched_matmul(a, b);

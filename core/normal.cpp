@@ -203,7 +203,7 @@ Tensor& Tensor::normal_(double mean, double std, Generator* generator) {
                                         [&](T& x) { x = static_cast<T>(std::fma(standard_normal(gen), std, mean)); });
         }
     });
-    finish_fill(*this);
+    finish_fill(*this, "NormalBackward0");
     return *this;
 }
 

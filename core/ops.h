@@ -54,7 +54,11 @@ Tensor bernoulli(const Tensor& p, Generator* generator = nullptr);
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
                    Generator* generator = nullptr);
 
-// ---- elementwise (core/elementwise.cpp, core/unary.cpp) ----------------------
+// ---- elementwise (core/binary.cpp, compare.cpp, unary.cpp) ----------------------
+// The dtype a binary op between a and b computes in (PyTorch's result_type:
+// promotion over bool < int64 < float32 < float64, where a 0-d tensor only
+// counts if it is of a higher category than the others).
+DType result_type(const Tensor& a, const Tensor& b);
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor add(const Tensor& a, Scalar b);
 Tensor sub(const Tensor& a, const Tensor& b);
@@ -143,6 +147,9 @@ Tensor argmax(const Tensor& x);
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmin(const Tensor& x);
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+// The k largest (or smallest) entries along dim, sorted, with their indices.
+// NaN counts as the largest; ties go to the lower index.
+ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true);
 // Sums a gradient of a broadcast shape back down to `shape` (autograd helper).
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
@@ -151,12 +158,16 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // product, and higher ranks batch over the leading dims, broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
-// ---- softmax and losses (core/softmax.cpp, core/loss.cpp) ----------------------
+// ---- softmax, layer_norm, losses (core/softmax.cpp, layer_norm.cpp, loss.cpp) ----
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // logits (N,C) float, targets (N) int64 in [0, C) or ignore_index; mean over
 // the targets that are not ignored.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100);
+// Normalises over the trailing dims `normalized_shape` to zero mean and unit
+// variance, then scales by weight and shifts by bias (either may be undefined).
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
 // Zeroes each element with probability p and scales the rest by 1/(1-p), when
 // training; the identity otherwise. Same masks as PyTorch for the same seed.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* generator = nullptr);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -21,8 +22,10 @@ int get_num_threads();
 void set_num_threads(int n);
 
 // Calls fn(chunk_begin, chunk_end) over chunks that cover [begin, end).
-// fn must not throw: an exception cannot leave an OpenMP region, so every op
-// validates its arguments before it reaches a kernel.
+// An exception cannot cross the edge of an OpenMP region (it would
+// terminate the program), so one thrown by fn (say bad_alloc) is caught in
+// its thread and rethrown here, on the calling thread. Ops still validate
+// their arguments before they reach a kernel.
 template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& fn) {
     if (begin >= end) return;
@@ -31,6 +34,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& fn) {
     // Stay serial for small ranges, with one thread, or when already inside a
     // parallel region (nested parallelism would oversubscribe the cores).
     if (range > grain && omp_get_max_threads() > 1 && !omp_in_parallel()) {
+        std::exception_ptr error;
 #pragma omp parallel
         {
             int64_t nthreads = omp_get_num_threads();
@@ -38,8 +42,16 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& fn) {
             int64_t chunk = (range + nthreads - 1) / nthreads;
             int64_t b = begin + tid * chunk;
             int64_t e = b + chunk < end ? b + chunk : end;
-            if (b < e) fn(b, e);
+            if (b < e) {
+                try {
+                    fn(b, e);
+                } catch (...) {
+#pragma omp critical(ember_parallel_for_error)
+                    if (!error) error = std::current_exception();
+                }
+            }
         }
+        if (error) std::rethrow_exception(error);
         return;
     }
 #endif

@@ -198,19 +198,13 @@ Tensor empty_preserving_layout(const Tensor& like, DType dtype) {
 }
 
 void check_fill_target(const Tensor& t, const char* op) {
-    check_inplace(t, op, false);
-    for (int64_t d = 0; d < t.dim(); ++d)
-        if (t.strides()[d] == 0 && t.shape()[d] > 1)
-            fail<ValueError>(op, "cannot fill an expanded tensor of shape ", t.shape(), " (strides ", t.strides(),
-                             "): several of its elements share one memory location; clone() it first");
+    check_inplace(t, op, t.requires_grad());
+    check_writable(t, op);
 }
 
-void finish_fill(const Tensor& t) {
+void finish_fill(const Tensor& t, const char* grad_name) {
     bump_version(t);
-    if (GradMode::is_enabled() && !t.is_leaf()) {
-        t.impl()->grad_fn = nullptr;
-        t.impl()->requires_grad = false;
-    }
+    record_overwrite(t, grad_name);
 }
 
 } // namespace internal
@@ -260,7 +254,7 @@ Tensor& Tensor::uniform_(double from, double to, Generator* generator) {
         const double width = to - from;
         for_each_in_memory_order<double>(*this, [&](double& x) { x = std::fma(gen.uniform_double(), width, from); });
     }
-    finish_fill(*this);
+    finish_fill(*this, "UniformBackward0");
     return *this;
 }
 
@@ -371,7 +365,7 @@ Tensor& Tensor::bernoulli_(double p, Generator* generator) {
     dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
         for_each_in_memory_order<T>(*this, [&](T& x) { x = static_cast<T>(gen.uniform_double() < p); });
     });
-    finish_fill(*this);
+    finish_fill(*this, "BernoulliBackward1");
     return *this;
 }
 
@@ -415,7 +409,7 @@ Tensor& Tensor::exponential_(double lambd, Generator* generator) {
     dispatch_floating(dtype(), "exponential_", [&]<typename T>(TypeTag<T>) {
         for_each_in_memory_order<T>(*this, [&](T& x) { x = static_cast<T>(scale * std::log(1.0 - gen.uniform_double())); });
     });
-    finish_fill(*this);
+    finish_fill(*this, "ExponentialBackward0");
     return *this;
 }
 

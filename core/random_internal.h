@@ -40,8 +40,9 @@ Tensor empty_preserving_layout(const Tensor& like, DType dtype);
 void check_fill_target(const Tensor& t, const char* op);
 
 // After a fill: bump the storage version (saved copies of t are now stale)
-// and, like fill_, drop t's history, since its values no longer depend on it.
-void finish_fill(const Tensor& t);
+// and, like fill_, give t in the graph a node that passes back zero gradient
+// (its values no longer depend on its past), named as PyTorch names it.
+void finish_fill(const Tensor& t, const char* grad_name);
 
 // Calls f(x) with a reference to each element x of t (C++ type T), in memory
 // order.

@@ -6,8 +6,10 @@
 // in double. A reduction to one value over many elements is cut into chunks of
 // fixed size, folded in parallel and merged in order, so the result does not
 // depend on the thread count. Tests: tests/test_reduce.cpp.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "autograd.h"
 #include "loops.h"
@@ -110,9 +112,12 @@ void reduce_kernel(const Tensor& x, const ReduceGeometry& g, Acc init, Fold fold
 template <typename T>
 using SumAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
-Tensor sum_kernel(const Tensor& x, const ReduceGeometry& g, DType dtype) {
-    Tensor out = empty(g.out_shape, dtype);
+// The sum over `dims` in `dtype`. The geometry is taken from the tensor the
+// kernel reads (a converted copy has its own strides).
+Tensor sum_kernel(const Tensor& x, const Shape& dims, bool keepdim, DType dtype) {
     Tensor cx = converted(x, dtype);
+    ReduceGeometry g = reduce_geometry(cx, dims, keepdim, "sum");
+    Tensor out = empty(g.out_shape, dtype);
     dispatch_numeric(dtype, "sum", [&]<typename T>(TypeTag<T>) {
         using Acc = SumAcc<T>;
         T* o = out.data_ptr<T>();
@@ -132,7 +137,7 @@ DType sum_type(DType dtype) { return is_floating(dtype) ? dtype : kInt64; }
 
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
     ReduceGeometry g = reduce_geometry(x, dims, keepdim, "sum");
-    Tensor out = sum_kernel(x, g, sum_type(x.dtype()));
+    Tensor out = sum_kernel(x, dims, keepdim, sum_type(x.dtype()));
     // forward: out = sum of x over dims, so every x element gets dout of its
     // output element: dx = dout (with the reduced dims back as 1s) expanded.
     if (needs_grad(x))
@@ -149,7 +154,7 @@ Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
         fail<DTypeError>("mean", "needs a floating point tensor, got ", dtype_name(x.dtype()), " of shape ", x.shape(),
                          "; convert with to(kFloat32)");
     ReduceGeometry g = reduce_geometry(x, dims, keepdim, "mean");
-    Tensor out = sum_kernel(x, g, x.dtype());
+    Tensor out = sum_kernel(x, dims, keepdim, x.dtype());
     out.div_(static_cast<double>(g.inner)); // an empty reduction gives 0/0 = nan, as PyTorch
     // forward: out = sum(x) / N, so dx = dout / N expanded over the reduced dims.
     if (needs_grad(x))
@@ -175,10 +180,10 @@ Tensor var(const Tensor& x, const Shape& dims, bool unbiased, bool keepdim) {
     {
         NoGradGuard no_grad;
         Tensor xd = converted(x, kFloat64);
-        Tensor mu = div(sum_kernel(xd, reduce_geometry(xd, dims, true, "var"), kFloat64), n);
+        Tensor mu = div(sum_kernel(xd, dims, true, kFloat64), n);
         Tensor dev = sub(xd, mu);
         Tensor sq = mul(dev, dev);
-        out = converted(div(sum_kernel(sq, reduce_geometry(sq, dims, keepdim, "var"), kFloat64), divisor), x.dtype());
+        out = converted(div(sum_kernel(sq, dims, keepdim, kFloat64), divisor), x.dtype());
     }
     // forward: out = sum((x - mean)^2) / (N - c), and the mean's own
     // derivative sums to zero against (x - mean), so dx = dout * 2 (x - mean) / (N - c).
@@ -238,25 +243,28 @@ ValuesIndices extreme(const Tensor& x, const Shape& dims, bool keepdim, bool gre
     return {values, indices};
 }
 
-// The gradient of max/min over one dim: dout goes to the chosen index, zero elsewhere.
-Tensor scatter_to_indices(const Tensor& dout, const Tensor& indices, int64_t dim, const Shape& in, const Shape& keepdim_shape) {
+// The gradient of an op that picked entries along `dim` (max/min over a dim,
+// topk): dout's entries go back to the positions `indices` name, zero
+// elsewhere. dout and indices have `index_shape`: `in` with dim's size
+// replaced by the number picked.
+Tensor scatter_along_dim(const Tensor& dout, const Tensor& indices, int64_t dim, const Shape& in, const Shape& index_shape) {
     Tensor dx = zeros(in, dout.dtype());
-    Tensor d = dout.reshape(keepdim_shape).contiguous();
-    Tensor idx = indices.reshape(keepdim_shape).contiguous();
-    // Walk the output elements; each writes one element of dx along `dim`.
-    Shape out_strides = contiguous_strides(keepdim_shape);
-    dispatch_floating(dx.dtype(), "max", [&]<typename T>(TypeTag<T>) {
+    Tensor d = dout.reshape(index_shape).contiguous();
+    Tensor idx = indices.reshape(index_shape).contiguous();
+    dispatch_floating(dx.dtype(), "backward", [&]<typename T>(TypeTag<T>) {
         T* px = dx.data_ptr<T>();
         const T* pd = d.data_ptr<T>();
         const int64_t* pi = idx.data_ptr<int64_t>();
+        // Element o of dout lands at o's coordinates with the one along dim
+        // replaced by its index.
         for (int64_t o = 0; o < d.numel(); ++o) {
             int64_t offset = 0, rest = o;
-            for (int64_t k = static_cast<int64_t>(keepdim_shape.size()) - 1; k >= 0; --k) {
-                int64_t coord = rest % keepdim_shape[k];
-                rest /= keepdim_shape[k];
+            for (int64_t k = static_cast<int64_t>(index_shape.size()) - 1; k >= 0; --k) {
+                int64_t coord = rest % index_shape[k];
+                rest /= index_shape[k];
                 offset += (k == dim ? pi[o] : coord) * dx.strides()[k];
             }
-            px[offset] = pd[o];
+            px[offset] += pd[o];
         }
     });
     return dx;
@@ -271,7 +279,7 @@ ValuesIndices extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool great
         Shape k = reduce_geometry(x, Shape{d}, true, op).keepdim_shape;
         attach(r.values, greater ? "MaxBackward0" : "MinBackward0", {x},
                [idx = SavedTensor(r.indices), d, in = x.shape(), k](const Tensor& dout) -> Grads {
-                   return {scatter_to_indices(dout, idx.get(), d, in, k)};
+                   return {scatter_along_dim(dout, idx.get(), d, in, k)};
                });
     }
     return r;
@@ -281,10 +289,13 @@ Tensor extreme_all(const Tensor& x, bool greater, const char* op) {
     Tensor out = extreme(x, Shape{}, false, greater, op).values;
     // forward: out = the largest (smallest) element. When several elements
     // tie for it, PyTorch shares dout evenly among them: dx = dout * mask / count.
+    // If the result is NaN, the NaNs are the elements that "tie".
     if (needs_grad(x))
         attach(out, greater ? "MaxBackward1" : "MinBackward1", {x},
                [xs = SavedTensor(x), y = SavedTensor(out)](const Tensor& dout) -> Grads {
-                   Tensor mask = eq(xs.get(), y.get()).to(dout.dtype());
+                   const Tensor& xv = xs.get();
+                   bool nan = std::isnan(y.get().item<double>());
+                   Tensor mask = (nan ? ne(xv, xv) : eq(xv, y.get())).to(dout.dtype());
                    return {mul(mask, div(dout, sum(mask)))};
                });
     return out;
@@ -303,6 +314,60 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
 }
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
     return extreme(x, Shape{wrap_dim(dim, x.dim(), "argmin")}, keepdim, false, "argmin").indices;
+}
+
+// ---- topk -------------------------------------------------------------------------------------------------
+
+ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
+    if (x.dtype() == kBool) fail<DTypeError>("topk", "is not supported on bool tensors (shape ", x.shape(), ")");
+    int64_t d = wrap_dim(dim, x.dim(), "topk");
+    int64_t size = x.dim() == 0 ? 1 : x.shape()[d];
+    if (k < 0 || k > size)
+        fail<IndexError>("topk", "k = ", k, " is out of range for dimension ", dim, " of size ", size, " (shape ",
+                         x.shape(), ")");
+    Tensor xc = contiguous_data(x);
+    Shape out_shape = x.shape();
+    if (x.dim() > 0) out_shape[d] = k;
+    Tensor values = empty(out_shape, x.dtype());
+    Tensor indices = empty(out_shape, kInt64);
+    DimSplit s = split_at(x.shape(), d);
+    if (x.dim() == 0) s = DimSplit{};
+    dispatch_numeric(x.dtype(), "topk", [&]<typename T>(TypeTag<T>) {
+        const T* px = xc.data_ptr<T>();
+        T* pv = values.data_ptr<T>();
+        int64_t* pi = indices.data_ptr<int64_t>();
+        // `before(a, b)`: element a ranks ahead of b. NaN ranks as the
+        // largest, as in PyTorch; ties go to the lower index.
+        auto before = [&](const T* row, int64_t stride, int64_t a, int64_t b) {
+            T va = row[a * stride], vb = row[b * stride];
+            bool na = va != va, nb = vb != vb;
+            if (na || nb) return largest ? (na && !nb) || (na && nb && a < b) : (nb && !na) || (na && nb && a < b);
+            if (va != vb) return largest ? va > vb : va < vb;
+            return a < b;
+        };
+        parallel_for(0, s.outer * s.inner, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(s.size, 1)),
+                     [&](int64_t b, int64_t e) {
+                         std::vector<int64_t> order(s.size);
+                         for (int64_t r = b; r < e; ++r) {
+                             int64_t o = r / s.inner, j = r % s.inner;
+                             const T* row = px + o * s.size * s.inner + j;
+                             for (int64_t i = 0; i < s.size; ++i) order[i] = i;
+                             std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                                               [&](int64_t a, int64_t c) { return before(row, s.inner, a, c); });
+                             for (int64_t i = 0; i < k; ++i) {
+                                 int64_t out = o * k * s.inner + i * s.inner + j;
+                                 pv[out] = row[order[i] * s.inner];
+                                 pi[out] = order[i];
+                             }
+                         }
+                     });
+    });
+    // forward: values = x at the picked indices, so dx is dout scattered back there.
+    if (needs_grad(x))
+        attach(values, "TopkBackward0", {x}, [idx = SavedTensor(indices), d, in = x.shape(), out_shape](const Tensor& dout) -> Grads {
+            return {scatter_along_dim(dout, idx.get(), d, in, out_shape)};
+        });
+    return {values, indices};
 }
 
 // ---- sum_to --------------------------------------------------------------------------------------------

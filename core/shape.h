@@ -27,7 +27,8 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 // The shape two shapes broadcast to, or a ShapeError naming `op` and both.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
-// Validates sizes given to a factory or a view: each must be >= 0.
+// Validates sizes given to a factory or a view: each must be >= 0, and the
+// element count must stay far from overflow (at most 2^60 elements).
 void check_sizes(const Shape& shape, const char* op);
 
 } // namespace ember

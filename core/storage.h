@@ -28,10 +28,16 @@ public:
     uint64_t version() const { return version_; }
     void bump_version() { ++version_; }
 
+    // Bumped when an in-place op inside the autograd graph gives a tensor on
+    // this storage a new history: views taken earlier now carry a stale one.
+    uint64_t history_version() const { return history_version_; }
+    void bump_history_version() { ++history_version_; }
+
 private:
     void* data_ = nullptr;
     size_t nbytes_ = 0;
     uint64_t version_ = 0;
+    uint64_t history_version_ = 0;
 };
 
 } // namespace ember

@@ -45,13 +45,25 @@ T Tensor::item() const {
         fail<ValueError>("item", "a tensor with ", numel(), " elements of shape ", shape(),
                          " cannot be converted to a single value");
     return dispatch(dtype(), [&]<typename S>(TypeTag<S>) {
-        return static_cast<T>(static_cast<const S*>(storage()->data())[storage_offset()]);
+        return internal::cast_value<T>(static_cast<const S*>(storage()->data())[storage_offset()]);
     });
 }
 template float Tensor::item<float>() const;
 template double Tensor::item<double>() const;
 template int64_t Tensor::item<int64_t>() const;
 template bool Tensor::item<bool>() const;
+
+DType result_type(const Tensor& a, const Tensor& b) {
+    // PyTorch's rule: tensors with dimensions decide the dtype; a 0-d tensor
+    // raises it only when it is of a higher category (bool < integer <
+    // floating), so ones({3}) * scalar_tensor(2.0, kFloat64) stays float32.
+    bool zero_a = a.dim() == 0, zero_b = b.dim() == 0;
+    if (zero_a == zero_b) return promote_types(a.dtype(), b.dtype());
+    DType dimensioned = zero_a ? b.dtype() : a.dtype();
+    DType zero_dim = zero_a ? a.dtype() : b.dtype();
+    auto category = [](DType t) { return t == kBool ? 0 : is_floating(t) ? 2 : 1; };
+    return category(zero_dim) > category(dimensioned) ? promote_types(dimensioned, zero_dim) : dimensioned;
+}
 
 namespace internal {
 
@@ -63,6 +75,7 @@ Tensor make_view(const Tensor& base, Shape shape, Shape strides, int64_t offset)
     impl->offset = offset;
     impl->dtype = base.dtype();
     impl->view_base = base.impl()->view_base ? base.impl()->view_base : base.impl_ptr();
+    impl->view_history_version = base.storage()->history_version();
     return Tensor(std::move(impl));
 }
 
@@ -103,6 +116,20 @@ Tensor contiguous_data(const Tensor& t) {
     return out;
 }
 
+void check_writable(const Tensor& t, const char* op) {
+    for (int64_t d = 0; d < t.dim(); ++d)
+        if (t.strides()[d] == 0 && t.shape()[d] > 1)
+            fail<ValueError>(op, "cannot write in place to an expanded tensor of shape ", t.shape(), " (strides ",
+                             t.strides(), "): several of its elements share one memory location; clone() it first");
+}
+
+Tensor unaliased(const Tensor& src, const Tensor& dst) {
+    if (src.storage() != dst.storage()) return src;
+    Tensor copy = empty(src.shape(), src.dtype());
+    copy_elements(copy, src);
+    return copy;
+}
+
 DimSplit split_at(const Shape& shape, int64_t dim) {
     DimSplit s;
     for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
@@ -141,7 +168,12 @@ Tensor& Tensor::copy_(const Tensor& src) {
                          shape());
     bool grad = needs_grad(*this, src);
     check_inplace(*this, "copy_", grad);
-    internal::copy_elements(*this, src.expand(shape()));
+    internal::check_writable(*this, "copy_");
+    // Read src broadcast to self's shape (stride 0, no autograd view), from a
+    // copy if it shares memory with self (x.copy_(x.t()) would read its own writes).
+    Tensor from = internal::unaliased(src, *this);
+    Shape from_strides = internal::broadcast_strides(from, shape());
+    internal::copy_elements(*this, internal::make_view(from, shape(), from_strides, from.storage_offset()));
     internal::bump_version(*this);
     // forward: self = src (broadcast), so dself_old = 0 and dsrc = sum_to(dout).
     if (grad) {
@@ -156,23 +188,20 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 Tensor& Tensor::fill_(Scalar value) {
     check_inplace(*this, "fill_", requires_grad());
+    internal::check_writable(*this, "fill_");
     // The value is converted to the tensor's dtype, as PyTorch does.
     if (numel() > 0) {
         StridedLayout<1> layout(shape(), {&strides()});
         dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
             T* data = static_cast<T*>(storage()->data()) + storage_offset();
-            T v = internal::cast_value<T>(value.to_double());
+            T v = value.to<T>();
             parallel_for_each_run(layout, numel(), [&](auto off, auto step, int64_t n) {
                 for (int64_t i = 0; i < n; ++i) data[off[0] + i * step[0]] = v;
             });
         });
     }
     internal::bump_version(*this);
-    // A filled tensor no longer depends on its past: drop its history.
-    if (GradMode::is_enabled() && !is_leaf()) {
-        impl()->grad_fn = nullptr;
-        impl()->requires_grad = false;
-    }
+    record_overwrite(*this, "FillBackward2");
     return *this;
 }
 

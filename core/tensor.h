@@ -43,6 +43,7 @@ struct TensorImpl {
     std::shared_ptr<TensorImpl> grad;        // accumulated gradient of a leaf (or a retain_grad tensor)
     std::weak_ptr<Node> grad_accumulator;    // a leaf's AccumulateGrad node while a graph uses it
     std::shared_ptr<TensorImpl> view_base;   // for a view, the tensor it views (in-place checks)
+    uint64_t view_history_version = 0;       // for a view, its storage's history_version when taken
 };
 
 // One entry of Tensor::index: an integer selects (and drops the dimension),
@@ -203,6 +204,7 @@ public:
     ValuesIndices max(int64_t dim, bool keepdim = false) const;
     Tensor min() const;
     ValuesIndices min(int64_t dim, bool keepdim = false) const;
+    ValuesIndices topk(int64_t k, int64_t dim = -1, bool largest = true) const;
     Tensor argmax() const;
     Tensor argmax(int64_t dim, bool keepdim = false) const;
     Tensor softmax(int64_t dim) const;

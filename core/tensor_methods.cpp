@@ -26,6 +26,7 @@ Tensor Tensor::max() const { return ember::max(*this); }
 ValuesIndices Tensor::max(int64_t dim, bool keepdim) const { return ember::max(*this, dim, keepdim); }
 Tensor Tensor::min() const { return ember::min(*this); }
 ValuesIndices Tensor::min(int64_t dim, bool keepdim) const { return ember::min(*this, dim, keepdim); }
+ValuesIndices Tensor::topk(int64_t k, int64_t dim, bool largest) const { return ember::topk(*this, k, dim, largest); }
 Tensor Tensor::argmax() const { return ember::argmax(*this); }
 Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return ember::argmax(*this, dim, keepdim); }
 Tensor Tensor::softmax(int64_t dim) const { return ember::softmax(*this, dim); }

@@ -231,12 +231,14 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
     };
     int64_t begin = start ? clamp(*start) : 0;
     int64_t end = stop ? clamp(*stop) : size;
-    int64_t length = end > begin ? (end - begin + step - 1) / step : 0;
+    int64_t length = end > begin ? (end - begin - 1) / step + 1 : 0; // ceil((end - begin) / step)
 
     Shape new_shape = shape();
     Shape new_strides = strides();
     new_shape[d] = length;
-    new_strides[d] = strides()[d] * step;
+    // With two or more elements, step < size, so the product cannot overflow;
+    // with fewer, the stride is never used.
+    new_strides[d] = length > 1 ? strides()[d] * step : strides()[d];
     Tensor out = make_view(*this, new_shape, new_strides, storage_offset() + begin * strides()[d]);
     // forward: out = x[begin:end:step] along d, so dx is zero except there, where it is dout.
     if (needs_grad(*this))
@@ -256,7 +258,7 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
         fail<IndexError>("narrow", "start ", start, " is out of range for dimension ", dim, " of size ", size,
                          " (shape ", shape(), ")");
     if (start < 0) start += size;
-    if (length < 0 || start + length > size)
+    if (length < 0 || length > size - start)
         fail<IndexError>("narrow", "start ", start, " + length ", length, " exceeds dimension ", dim, " of size ",
                          size, " (shape ", shape(), ")");
     return slice(d, start, start + length);
@@ -335,6 +337,7 @@ Tensor Tensor::expand(const Shape& shape) const {
         }
     }
     if (new_shape == this->shape()) return *this;
+    check_sizes(new_shape, "expand");
     Tensor out = make_view(*this, new_shape, new_strides, storage_offset());
     // forward: out repeats x along broadcast dims, so dx sums dout over them.
     if (needs_grad(*this))
@@ -367,11 +370,15 @@ std::vector<Tensor> Tensor::split(const Shape& split_sizes, int64_t dim) const {
     int64_t total = 0;
     for (int64_t s : split_sizes) {
         if (s < 0) fail<ValueError>("split", "negative size in split sizes ", split_sizes);
+        if (s > shape()[d] - total) { // stop before the sum can overflow
+            total = -1;
+            break;
+        }
         total += s;
     }
     if (total != shape()[d])
-        fail<ShapeError>("split", "split sizes ", split_sizes, " add up to ", total, ", but dimension ", dim,
-                         " of shape ", shape(), " has size ", shape()[d]);
+        fail<ShapeError>("split", "split sizes ", split_sizes, " do not add up to dimension ", dim, " of shape ",
+                         shape(), ", which has size ", shape()[d]);
     std::vector<Tensor> pieces;
     int64_t start = 0;
     for (int64_t s : split_sizes) {
@@ -386,7 +393,7 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
     if (this->dim() == 0) fail<IndexError>("chunk", "cannot chunk a 0-dimensional tensor");
     int64_t size = shape()[wrap_dim(dim, this->dim(), "chunk")];
     // Equal pieces of ceil(size / chunks), the last one smaller (as PyTorch).
-    int64_t split_size = (size + chunks - 1) / chunks;
+    int64_t split_size = size / chunks + (size % chunks != 0); // ceil(size / chunks), without overflow
     return split(std::max<int64_t>(split_size, size == 0 ? 0 : 1), dim);
 }
 

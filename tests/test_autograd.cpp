@@ -229,3 +229,64 @@ TEST_CASE("casts between float dtypes are differentiable; casts to integers are 
     CHECK_FALSE(i.requires_grad());
     require_equal(i, tensor({1, -2}));
 }
+
+TEST_CASE("a view taken before an in-place op on its base cannot carry a stale history", "[autograd][errors]") {
+    // PyTorch regenerates such a view's history; ember refuses to use it,
+    // rather than compute a wrong gradient.
+    Tensor x = ones({3}).requires_grad_();
+    Tensor y = x * 1;
+    Tensor v = y.slice(0, 0, 2);
+    y.mul_(2);
+    CHECK_THROWS_AS(sum(v), AutogradError);
+    CHECK_THROWS_WITH(v * 2, Catch::Contains("take the view again"));
+    Tensor fresh = y.slice(0, 0, 2);
+    sum(fresh).backward();
+    require_equal(x.grad(), tensor({2.0f, 2.0f, 0.0f})); // PyTorch's gradient
+
+    Tensor w = ones({3}).requires_grad_();
+    Tensor buf = zeros({3});
+    Tensor early = buf.slice(0, 0, 2);
+    buf.add_(w); // buf's history now includes w; `early` does not know it
+    CHECK_THROWS_AS(early * 2, AutogradError);
+    NoGradGuard no_grad;
+    CHECK_NOTHROW(early * 2); // values are always current; only gradients could go stale
+}
+
+TEST_CASE("random fills of views inside the graph, or of a leaf's view, are refused", "[autograd][errors]") {
+    Tensor x = ones({3}).requires_grad_();
+    Tensor y = x * 2;
+    CHECK_THROWS_AS(y.select(0, 0).uniform_(5, 6), AutogradError);
+    Tensor w = ones({2, 2}).requires_grad_();
+    Tensor row;
+    {
+        NoGradGuard no_grad;
+        row = w.select(0, 0);
+    }
+    CHECK_THROWS_AS(row.normal_(), AutogradError);
+    CHECK_THROWS_AS(row.fill_(3), AutogradError);
+    NoGradGuard no_grad;
+    row.fill_(3); // what an initialiser does
+    require_equal(w.detach(), tensor({{3.0f, 3.0f}, {1.0f, 1.0f}}));
+}
+
+TEST_CASE("retain_grad follows its tensor through an in-place op", "[autograd]") {
+    Tensor x = ones({3}).requires_grad_();
+    Tensor y = x * 1;
+    y.retain_grad();
+    y.mul_(3);
+    sum(y).backward();
+    require_equal(y.grad(), tensor({1.0f, 1.0f, 1.0f})); // PyTorch's value
+    require_equal(x.grad(), tensor({3.0f, 3.0f, 3.0f}));
+}
+
+TEST_CASE("filling a tensor in the graph passes back a zero gradient, as in PyTorch", "[autograd]") {
+    Tensor x = ones({3}).requires_grad_();
+    Tensor y = x * 2;
+    y.fill_(1);
+    CHECK(y.grad_fn()->name() == "FillBackward2");
+    sum(y).backward();
+    require_equal(x.grad(), tensor({0.0f, 0.0f, 0.0f}));
+    Tensor z = x * 2;
+    z.normal_();
+    CHECK(z.grad_fn()->name() == "NormalBackward0");
+}

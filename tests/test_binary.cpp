@@ -71,6 +71,32 @@ TEST_CASE("result dtypes follow PyTorch's promotion", "[binary]") {
     CHECK(pow(i, 0.5).dtype() == kFloat32);
 }
 
+TEST_CASE("a 0-d tensor raises the dtype only across categories, as in PyTorch", "[binary]") {
+    Tensor f64_scalar = scalar_tensor(2.0, kFloat64);
+    CHECK((ones({3}) * f64_scalar).dtype() == kFloat32);
+    CHECK((tensor({1, 2}) * f64_scalar).dtype() == kFloat64);
+    CHECK((tensor({true, false}) * scalar_tensor(3)).dtype() == kInt64);
+    CHECK((f64_scalar * f64_scalar).dtype() == kFloat64);
+    CHECK(where(tensor({true, false}), ones({2}), f64_scalar).dtype() == kFloat32);
+}
+
+TEST_CASE("bool arithmetic: + is or, * is and, - is refused (PyTorch's rules)", "[binary]") {
+    Tensor a = tensor({true, true, false, false}), b = tensor({true, false, true, false});
+    require_equal(a + b, tensor({true, true, true, false}));
+    require_equal(a * b, tensor({true, false, false, false}));
+    CHECK((a + 1).dtype() == kInt64);
+}
+
+TEST_CASE("integers stay exact beyond 2^53", "[binary]") {
+    // Values from PyTorch 1.13.
+    int64_t big = (int64_t{1} << 53) + 1;
+    CHECK(full({1}, INT64_MAX).item<int64_t>() == INT64_MAX);
+    CHECK(full({1}, big).item<int64_t>() == big);
+    CHECK((tensor({big}) == big).item<bool>());
+    CHECK((tensor({big}) - big).item<int64_t>() == 0);
+    require_equal(pow(arange(3), INT64_MAX), tensor({0, 1, 0}));
+}
+
 TEST_CASE("scalar division divides by the scalar rounded to the tensor's dtype", "[binary]") {
     // PyTorch computes x / 3.0 on float32 as x / float(3.0), not x * (1/3.0).
     Tensor x = tensor({1.0f, 2.0f, 10.0f});
@@ -123,7 +149,8 @@ TEST_CASE("in-place arithmetic rejects what it cannot do", "[binary][inplace][er
     CHECK_THROWS_WITH(ones({2}).add_(ones({3, 2})), Catch::Contains("[add_]") && Catch::Contains("(3,2)"));
     Tensor expanded = ones({1, 3}).expand({2, 3});
     CHECK_THROWS_AS(expanded.add_(1), ValueError);
-    CHECK_THROWS_AS(ones({2}, kBool) + ones({2}, kBool), DTypeError);
+    CHECK_THROWS_AS(ones({2}, kBool) - ones({2}, kBool), DTypeError);
+    CHECK_THROWS_WITH(tensor({true}).sub_(tensor({true})), Catch::Contains("[sub_]") && Catch::Contains("bool"));
 }
 
 TEST_CASE("binary ops name the op and both shapes when they do not broadcast", "[binary][errors]") {

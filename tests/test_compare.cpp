@@ -61,6 +61,13 @@ TEST_CASE("masked_fill_ fills in place and records the gradient", "[compare][inp
     require_close(x.grad(), tensor({{0.0, 0.0}, {2 * s0 * (1 - s0), -2 * s0 * (1 - s0)}}, kFloat64));
 }
 
+TEST_CASE("masked_fill_ with a mask that views its own target", "[compare][inplace]") {
+    Tensor x = tensor({{true, true}, {true, false}});
+    x.masked_fill_(x[0], false); // every column is masked: all false
+    require_equal(x, tensor({{false, false}, {false, false}}));
+    CHECK_THROWS_AS(zeros({1}).expand({4}).masked_fill_(ones({4}, kBool), 1), ValueError);
+}
+
 TEST_CASE("masks must be bool and must fit", "[compare][errors]") {
     CHECK_THROWS_AS(masked_fill(ones({2, 2}), ones({2, 2}), 0), DTypeError);
     CHECK_THROWS_WITH(masked_fill(ones({2, 2}), ones({2, 2}), 0), Catch::Contains("[masked_fill]") && Catch::Contains("bool"));

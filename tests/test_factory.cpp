@@ -80,4 +80,10 @@ TEST_CASE("factories reject bad sizes and arguments", "[factory][errors]") {
     CHECK_THROWS_AS(arange(0, 10, -1), ValueError);
     CHECK_THROWS_AS(arange(0, INFINITY), ValueError);
     CHECK_THROWS_AS(eye(-1), ValueError);
+    // Element counts whose byte size would overflow are refused, not wrapped.
+    CHECK_THROWS_AS(zeros({int64_t{1} << 61}, kFloat64), ValueError);
+    CHECK_THROWS_AS(empty({int64_t{1} << 62}), ValueError);
+    CHECK(empty({int64_t{1} << 62, 0}).numel() == 0); // a zero size makes any count fine
+    CHECK_THROWS_AS(arange(0, 10, NAN), ValueError);
+    require_equal(arange(INT64_MAX - 2, INT64_MAX), tensor({INT64_MAX - 2, INT64_MAX - 1}));
 }

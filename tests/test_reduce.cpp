@@ -32,6 +32,9 @@ const std::vector<OpCase>& cases() {
         {"min.dim", [](V in) { return min(in[0], -1).values; }},
         {"max.ties_all", [](V in) { return max(in[0]); }, /*gradcheck=*/false}, // ties: not differentiable
         {"max.ties_dim", [](V in) { return max(in[0], 1).values; }, /*gradcheck=*/false},
+        {"topk.k2", [](V in) { return topk(in[0], 2).values; }},
+        {"topk.dim0", [](V in) { return in[0].topk(3, 0).values; }},
+        {"topk.smallest", [](V in) { return topk(in[0], 2, -1, false).values; }},
     };
     return all;
 }
@@ -65,6 +68,33 @@ TEST_CASE("max, min, argmax and argmin give PyTorch's indices", "[reduce]") {
     Tensor ties = tensor({{1.0f, 3.0f, 3.0f}, {2.0f, 2.0f, 0.0f}});
     require_equal(max(ties, 1).indices, f.tensor("ties.max1_indices"), "first index wins ties");
     CHECK(values.shape() == Shape{3});
+}
+
+TEST_CASE("topk gives PyTorch's indices, sorted, NaN first", "[reduce][topk]") {
+    const Fixtures& f = fixtures("reduce");
+    Tensor y = f.tensor("topk.idx.in");
+    require_equal(topk(y, 2).indices, f.tensor("topk.idx.k2"));
+    require_equal(topk(y, 5, 1).indices, f.tensor("topk.idx.k5_dim1"));
+    require_equal(topk(y, 2, 0, false).indices, f.tensor("topk.idx.smallest_dim0"));
+    auto [v, i] = topk(tensor({1.0f, NAN, 3.0f, 3.0f}), 3);
+    CHECK(std::isnan(v.index({0}).item<float>()));
+    require_equal(i, tensor({1, 2, 3}), "NaN ranks first; ties by index");
+    CHECK_THROWS_AS(topk(ones({3}), 4), IndexError);
+    CHECK_THROWS_WITH(topk(ones({3}), -1), Catch::Contains("[topk]"));
+}
+
+TEST_CASE("sums of strided bool and int tensors read the right elements", "[reduce]") {
+    // Expected values from PyTorch 1.13.
+    Tensor m = tensor({{true, false, false}, {true, true, false}});
+    require_equal(m.t().sum(0), tensor({1, 2}));
+    CHECK(full({4, 4}, true).slice(1, 0, None, 3).sum().item<int64_t>() == 8);
+    require_equal(tensor({{1, 2}, {3, 4}}).t().sum(1), tensor({4, 6}));
+}
+
+TEST_CASE("the gradient of max() over NaN goes to the NaN, as in PyTorch", "[reduce]") {
+    Tensor x = tensor({1.0f, NAN, 3.0f}).requires_grad_();
+    max(x).backward();
+    require_equal(x.grad(), tensor({0.0f, 1.0f, 0.0f}));
 }
 
 TEST_CASE("max propagates NaN as PyTorch does", "[reduce]") {

@@ -63,6 +63,16 @@ TEST_CASE("copy_ broadcasts and converts; fill_ and zero_ write every element", 
     CHECK(sum(i).item<int64_t>() == 4);
 }
 
+TEST_CASE("copy_ from an overlapping source reads it before writing", "[tensor]") {
+    Tensor a = arange(9.0).view({3, 3});
+    a.copy_(a.t());
+    require_equal(a, tensor({{0.f, 3.f, 6.f}, {1.f, 4.f, 7.f}, {2.f, 5.f, 8.f}}));
+    CHECK_THROWS_AS(zeros({1}).expand({100000}).copy_(arange(100000.0)), ValueError);
+    CHECK_THROWS_AS(zeros({1}).expand({3}).fill_(1), ValueError);
+    CHECK(std::isnan(tensor({NAN}).item<double>()));
+    CHECK(tensor({NAN}).item<int64_t>() == INT64_MIN);
+}
+
 TEST_CASE("in-place writes bump the storage version that autograd checks", "[tensor]") {
     Tensor x = zeros({2});
     uint64_t v0 = x.storage()->version();

@@ -111,4 +111,10 @@ TEST_CASE("views reject bad dims, sizes and indices", "[views][errors]") {
     CHECK_THROWS_AS(zeros({3, 4, 5}).t(), ShapeError);
     CHECK_THROWS_AS(x[5], IndexError);
     CHECK_THROWS_AS(zeros({}).select(0, 0), IndexError);
+    // Sizes near INT64_MAX: clear errors or correct shapes, never overflow.
+    CHECK(zeros({5}).slice(0, 0, None, INT64_MAX).shape() == Shape{1});
+    CHECK_THROWS_AS(zeros({5}).narrow(0, 1, INT64_MAX), IndexError);
+    CHECK(zeros({5}).chunk(INT64_MAX).size() == 5);
+    CHECK_THROWS_AS(zeros({12}).split(Shape{INT64_MAX, INT64_MAX, 12}), ShapeError);
+    CHECK_THROWS_AS(ones({1}).expand({int64_t{1} << 32, int64_t{1} << 32}), ValueError);
 }

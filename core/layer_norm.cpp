@@ -1,0 +1,174 @@
+// layer_norm: a fused primitive with its backward written out.
+//
+// Each row (the trailing dims named by normalized_shape) is normalised to zero
+// mean and unit variance, then scaled and shifted per column:
+//   mean = 1/N sum x,  var = 1/N sum (x - mean)^2 (biased),
+//   rstd = 1 / sqrt(var + eps),  xhat = (x - mean) * rstd,  y = xhat * w + b.
+// Backward saves the math's names: x, mean, rstd. Rows are independent, so
+// threads split rows for dx; dw and db sum over rows, so threads split
+// columns for them (a split of one loop into two, racing on nothing).
+// docs/layer_norm.md derives the backward; tests/test_layer_norm.cpp.
+#include <cmath>
+
+#include "autograd.h"
+#include "loops.h"
+#include "ops.h"
+#include "shape.h"
+
+namespace ember {
+
+using namespace internal;
+
+namespace {
+
+// Rows of length n, rows in total, and the grain that keeps small inputs on one thread.
+struct Rows {
+    int64_t count, n;
+    int64_t grain() const { return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)); }
+};
+
+template <typename T>
+void forward_kernel(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Rows& rows, const Tensor& y,
+                    const Tensor& mean, const Tensor& rstd) {
+    const T* px = x.data_ptr<T>();
+    const T* pw = w.defined() ? w.data_ptr<T>() : nullptr;
+    const T* pb = b.defined() ? b.data_ptr<T>() : nullptr;
+    T* py = y.data_ptr<T>();
+    double* pm = mean.data_ptr<double>();
+    double* pr = rstd.data_ptr<double>();
+    const int64_t n = rows.n;
+    parallel_for(0, rows.count, rows.grain(), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const T* xr = px + r * n;
+            // Two passes in double: the mean, then the squared deviations.
+            double m = 0;
+            for (int64_t j = 0; j < n; ++j) m += xr[j];
+            m /= static_cast<double>(n);
+            double v = 0;
+            for (int64_t j = 0; j < n; ++j) v += (xr[j] - m) * (xr[j] - m);
+            v /= static_cast<double>(n);
+            double s = 1.0 / std::sqrt(v + eps);
+            pm[r] = m;
+            pr[r] = s;
+            T* yr = py + r * n;
+            for (int64_t j = 0; j < n; ++j) {
+                T xhat = static_cast<T>((xr[j] - m) * s);
+                yr[j] = (pw ? xhat * pw[j] : xhat) + (pb ? pb[j] : T(0));
+            }
+        }
+    });
+}
+
+// backward of y = xhat * w + b, xhat = (x - mean) * rstd, per row:
+//   dxhat = dout * w
+//   dx = rstd * (dxhat - mean_j(dxhat) - xhat * mean_j(dxhat * xhat))
+// (the mean and rstd depend on every x of the row: those are the two terms
+// subtracted), and over rows: dw = sum dout * xhat, db = sum dout.
+template <typename T>
+void backward_kernel(const Tensor& dout, const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                     const Rows& rows, const Tensor& dx, const Tensor& dw, const Tensor& db) {
+    const T* pg = dout.data_ptr<T>();
+    const T* px = x.data_ptr<T>();
+    const T* pw = w.defined() ? w.data_ptr<T>() : nullptr;
+    const double* pm = mean.data_ptr<double>();
+    const double* pr = rstd.data_ptr<double>();
+    const int64_t n = rows.n;
+    if (dx.defined()) {
+        T* pd = dx.data_ptr<T>();
+        parallel_for(0, rows.count, rows.grain(), [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+                const T* g = pg + r * n;
+                const T* xr = px + r * n;
+                double dxhat_mean = 0, dxhat_xhat_mean = 0;
+                for (int64_t j = 0; j < n; ++j) {
+                    double xhat = (xr[j] - pm[r]) * pr[r];
+                    double dxhat = pw ? static_cast<double>(g[j]) * pw[j] : g[j];
+                    dxhat_mean += dxhat;
+                    dxhat_xhat_mean += dxhat * xhat;
+                }
+                dxhat_mean /= static_cast<double>(n);
+                dxhat_xhat_mean /= static_cast<double>(n);
+                for (int64_t j = 0; j < n; ++j) {
+                    double xhat = (xr[j] - pm[r]) * pr[r];
+                    double dxhat = pw ? static_cast<double>(g[j]) * pw[j] : g[j];
+                    pd[r * n + j] = static_cast<T>(pr[r] * (dxhat - dxhat_mean - xhat * dxhat_xhat_mean));
+                }
+            }
+        });
+    }
+    if (dw.defined() || db.defined()) {
+        T* pdw = dw.defined() ? dw.data_ptr<T>() : nullptr;
+        T* pdb = db.defined() ? db.data_ptr<T>() : nullptr;
+        // Each thread owns a range of columns and sums them over all rows.
+        parallel_for(0, n, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(rows.count, 1)),
+                     [&](int64_t begin, int64_t end) {
+                         for (int64_t j = begin; j < end; ++j) {
+                             double sw = 0, sb = 0;
+                             for (int64_t r = 0; r < rows.count; ++r) {
+                                 double g = pg[r * n + j];
+                                 sw += g * ((px[r * n + j] - pm[r]) * pr[r]);
+                                 sb += g;
+                             }
+                             if (pdw) pdw[j] = static_cast<T>(sw);
+                             if (pdb) pdb[j] = static_cast<T>(sb);
+                         }
+                     });
+    }
+}
+
+} // namespace
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+    const int64_t k = static_cast<int64_t>(normalized_shape.size());
+    bool fits = k >= 1 && k <= x.dim();
+    for (int64_t i = 0; fits && i < k; ++i) fits = x.shape()[x.dim() - k + i] == normalized_shape[i];
+    if (!fits)
+        fail<ShapeError>("layer_norm", "normalized_shape ", normalized_shape, " must match the last dims of the input ",
+                         x.shape());
+    if (!x.is_floating_point())
+        fail<DTypeError>("layer_norm", "needs a floating point input, got ", dtype_name(x.dtype()), " ", x.shape());
+    for (const Tensor* p : {&weight, &bias}) {
+        if (!p->defined()) continue;
+        if (p->shape() != normalized_shape)
+            fail<ShapeError>("layer_norm", p == &weight ? "weight" : "bias", " has shape ", p->shape(),
+                             ", expected normalized_shape ", normalized_shape, " (input ", x.shape(), ")");
+        if (p->dtype() != x.dtype())
+            fail<DTypeError>("layer_norm", p == &weight ? "weight" : "bias", " is ", dtype_name(p->dtype()),
+                             " but the input is ", dtype_name(x.dtype()));
+    }
+    if (!(eps >= 0)) fail<ValueError>("layer_norm", "eps must be non-negative, got ", eps);
+
+    const int64_t n = shape_numel(normalized_shape);
+    const Rows rows{n == 0 ? 0 : x.numel() / n, n};
+    Tensor xc = contiguous_data(x);
+    Tensor wc = weight.defined() ? contiguous_data(weight) : Tensor();
+    Tensor bc = bias.defined() ? contiguous_data(bias) : Tensor();
+    Tensor y = empty(x.shape(), x.dtype());
+    Tensor mean = empty({rows.count}, kFloat64);
+    Tensor rstd = empty({rows.count}, kFloat64);
+    dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>(TypeTag<T>) {
+        forward_kernel<T>(xc, wc, bc, eps, rows, y, mean, rstd);
+    });
+
+    if (needs_grad(x, weight, bias)) {
+        bool need_x = x.requires_grad();
+        bool need_w = weight.defined() && weight.requires_grad();
+        bool need_b = bias.defined() && bias.requires_grad();
+        attach(y, "NativeLayerNormBackward0", {x, weight, bias},
+               [xs = SavedTensor(xc), ws = SavedTensor(wc), ms = SavedTensor(mean), rs = SavedTensor(rstd), rows,
+                need_x, need_w, need_b, shape = normalized_shape](const Tensor& dout) -> Grads {
+                   const Tensor& xv = xs.get();
+                   Tensor dx = need_x ? empty(xv.shape(), xv.dtype()) : Tensor();
+                   Tensor dw = need_w ? empty(shape, xv.dtype()) : Tensor();
+                   Tensor db = need_b ? empty(shape, xv.dtype()) : Tensor();
+                   Tensor g = contiguous_data(dout);
+                   dispatch_floating(xv.dtype(), "layer_norm", [&]<typename T>(TypeTag<T>) {
+                       backward_kernel<T>(g, xv, ws.get(), ms.get(), rs.get(), rows, dx, dw, db);
+                   });
+                   return {dx, dw, db};
+               });
+    }
+    return y;
+}
+
+} // namespace ember
