@@ -63,6 +63,16 @@ Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
 Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
 Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
 
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
+    NoGradGuard no_grad;
+    Tensor x = a.to(kFloat64), y = b.to(kFloat64);
+    Tensor diff = abs(x - y);
+    Tensor bound = abs(y) * rtol + atol;
+    // Infinities of the same sign are close; their difference is NaN.
+    Tensor ok = where(eq(x, y), full_like(diff, 0.0), diff) <= bound;
+    return sum(ok).item<int64_t>() == ok.numel();
+}
+
 // ---- where, masked_fill ---------------------------------------------------------------------
 
 namespace {

@@ -29,12 +29,27 @@ std::vector<double> evaluate(const GradcheckFn& fn, const std::vector<Tensor>& i
     return std::vector<double>(p, p + out.numel());
 }
 
+// A tensor whose gradient is checked, and how errors name it.
+struct Checked {
+    Tensor tensor;
+    std::string label; // "input 1", "parameter 0"
+};
+
+void require_float64(const Tensor& t, const std::string& label) {
+    if (t.dtype() != kFloat64)
+        fail<ValueError>("gradcheck", label, " of shape ", t.shape(), " is ", dtype_name(t.dtype()),
+                         "; what gradcheck differentiates must be float64 (use to(kFloat64))");
+}
+
 } // namespace
 
-bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, GradcheckOptions options) {
-    // Work on private copies: the caller's tensors and their .grad stay untouched.
+bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const std::vector<Tensor>& parameters,
+               GradcheckOptions options) {
+    // Inputs are copied (the caller's tensors and their .grad stay
+    // untouched); parameters are used as they are, since fn reaches them
+    // directly, and put back afterwards.
     std::vector<Tensor> work;
-    std::vector<size_t> checked; // positions of the inputs that require grad
+    std::vector<Checked> checked;
     for (size_t i = 0; i < inputs.size(); ++i) {
         const Tensor& t = inputs[i];
         if (!t.defined()) {
@@ -43,13 +58,21 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, Gradche
         }
         Tensor copy = t.detach().clone();
         if (t.requires_grad()) {
-            if (t.dtype() != kFloat64)
-                fail<ValueError>("gradcheck", "input ", i, " of shape ", t.shape(), " is ", dtype_name(t.dtype()),
-                                 "; inputs that require grad must be float64 (use to(kFloat64))");
+            require_float64(t, "input " + std::to_string(i));
             copy.requires_grad_(true);
-            checked.push_back(i);
+            checked.push_back({copy, "input " + std::to_string(i)});
         }
         work.push_back(copy);
+    }
+    std::vector<Tensor> saved_grads;
+    for (size_t i = 0; i < parameters.size(); ++i) {
+        const Tensor& p = parameters[i];
+        std::string label = "parameter " + std::to_string(i);
+        if (!p.defined() || !p.is_leaf() || !p.requires_grad() || !p.is_contiguous())
+            fail<ValueError>("gradcheck", label, " must be a contiguous leaf tensor that requires grad");
+        require_float64(p, label);
+        checked.push_back({p, label});
+        saved_grads.push_back(p.grad());
     }
     if (checked.empty()) fail<ValueError>("gradcheck", "no input requires grad: nothing to check");
 
@@ -61,28 +84,29 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, Gradche
     const int64_t n_out = out.numel();
 
     // Analytic Jacobian, one row per output element: backward from a one-hot
-    // gradient gives d out[k] / d input for every input at once.
-    // analytic[c][k * n_in + j] = d out[k] / d input_c[j].
+    // gradient gives d out[k] / d x for every checked x at once.
+    // analytic[c][k * n_c + j] = d out[k] / d x_c[j].
     std::vector<std::vector<double>> analytic(checked.size());
-    for (size_t c = 0; c < checked.size(); ++c) analytic[c].assign(n_out * work[checked[c]].numel(), 0.0);
+    for (size_t c = 0; c < checked.size(); ++c) analytic[c].assign(n_out * checked[c].tensor.numel(), 0.0);
     for (int64_t k = 0; k < n_out; ++k) {
-        for (size_t c : checked) work[c].zero_grad();
+        for (const Checked& c : checked) c.tensor.zero_grad();
         Tensor onehot = zeros(out.shape(), out.dtype());
         onehot.view({-1}).select(0, k).fill_(1);
         out.backward(onehot, /*retain_graph=*/true);
         for (size_t c = 0; c < checked.size(); ++c) {
-            Tensor g = work[checked[c]].grad();
-            if (!g.defined()) continue; // output k does not depend on this input
+            Tensor g = checked[c].tensor.grad();
+            if (!g.defined()) continue; // output k does not depend on this one
             Tensor gd = g.to(kFloat64).contiguous();
             const double* p = gd.data_ptr<double>();
             int64_t n_in = gd.numel();
             for (int64_t j = 0; j < n_in; ++j) analytic[c][k * n_in + j] = p[j];
         }
     }
+    for (size_t i = 0; i < parameters.size(); ++i) parameters[i].set_grad(saved_grads[i]);
 
-    // Numerical Jacobian, one column per input element: nudge it both ways.
+    // Numerical Jacobian, one column per element: nudge it both ways.
     for (size_t c = 0; c < checked.size(); ++c) {
-        Tensor& x = work[checked[c]];
+        const Tensor& x = checked[c].tensor;
         double* data = x.data_ptr<double>();
         const int64_t n_in = x.numel();
         for (int64_t j = 0; j < n_in; ++j) {
@@ -98,7 +122,7 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, Gradche
                 if (std::abs(a - numerical) <= options.atol + options.rtol * std::abs(numerical)) continue;
                 if (!options.raise_exception) return false;
                 std::ostringstream msg;
-                msg << "[gradcheck] gradient mismatch for input " << checked[c] << " of shape "
+                msg << "[gradcheck] gradient mismatch for " << checked[c].label << " of shape "
                     << shape_str(x.shape()) << " at element " << index_str(j, x.shape()) << ", output element "
                     << index_str(k, out.shape()) << " of shape " << shape_str(out.shape()) << ": analytic " << a
                     << ", numerical " << numerical << " (atol " << options.atol << ", rtol " << options.rtol << ")";
@@ -107,6 +131,10 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, Gradche
         }
     }
     return true;
+}
+
+bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, GradcheckOptions options) {
+    return gradcheck(fn, inputs, {}, options);
 }
 
 } // namespace ember

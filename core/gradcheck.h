@@ -4,8 +4,9 @@
 //   bool ok = gradcheck([](const std::vector<Tensor>& in) { return my_op(in[0], in[1]); },
 //                       {randn({3, 4}, kFloat64).requires_grad_(), randn({4}, kFloat64)});
 //
-// Every input that requires grad is checked; it must be float64 (float32
-// finite differences are too coarse to tell a small error from rounding).
+// Every input that requires grad is checked (and, with the second form, every
+// parameter); it must be float64 (float32 finite differences are too coarse
+// to tell a small error from rounding).
 // Analytic: one backward per output element. Numerical: for each input
 // element, (f(x + eps) - f(x - eps)) / 2 eps. They must agree within
 // atol + rtol * |numerical| everywhere, which catches a gradient that is off
@@ -36,5 +37,12 @@ struct GradcheckOptions {
 using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, GradcheckOptions options = {});
+
+// The same, and also with respect to `parameters`: tensors fn uses directly
+// (a layer's parameters, after module.to(kFloat64)), not through its inputs.
+// They are nudged in place and restored, and their .grad is left as it was.
+//   gradcheck([&](const std::vector<Tensor>& in) { return layer(in[0]); }, {x}, layer.parameters());
+bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const std::vector<Tensor>& parameters,
+               GradcheckOptions options = {});
 
 } // namespace ember

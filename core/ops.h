@@ -95,6 +95,10 @@ Tensor gt(const Tensor& a, Scalar b);
 Tensor ge(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, Scalar b);
 
+// True when a and b (broadcast) agree everywhere: |a - b| <= atol + rtol * |b|,
+// NaN never equal (torch.allclose).
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+
 // Where mask (bool, broadcast against x) is true, `value`; elsewhere x.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
 // Elementwise cond ? a : b, all three broadcast together.

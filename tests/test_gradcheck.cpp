@@ -84,3 +84,18 @@ TEST_CASE("gradcheck refuses inputs it cannot check reliably", "[gradcheck][erro
                               {ones({2}, kFloat64).requires_grad_()}),
                     ValueError);
 }
+
+TEST_CASE("gradcheck checks parameters a function uses directly, and puts them back", "[gradcheck]") {
+    std::vector<Tensor> in = inputs(); // w (3,3), x (3)
+    Tensor w = in[0];
+    Tensor before = w.detach().clone();
+    w.set_grad(ones({3, 3}, kFloat64));
+    auto with_captured = [&w](const std::vector<Tensor>& v) { return tanh(matmul(w, v[0])); };
+    CHECK(gradcheck(with_captured, {in[1]}, {w}));
+    testing::require_equal(w.detach(), before, "values restored");
+    testing::require_equal(w.grad(), ones({3, 3}, kFloat64), ".grad restored");
+    // A wrong gradient for the captured tensor is caught, and named as a parameter.
+    auto broken = [&w](const std::vector<Tensor>& v) { return Product<Mistake::MissingTerm>::apply(w, v[0]); };
+    CHECK_THROWS_WITH(gradcheck(broken, {in[1]}, {w}), Catch::Contains("parameter 0"));
+    CHECK_THROWS_AS(gradcheck(with_captured, {in[1]}, {w * 2}), ValueError); // not a leaf
+}
