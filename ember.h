@@ -1,7 +1,8 @@
 // ember: a from-scratch C++20 tensor engine with reverse-mode autograd.
 //
-// The one header a program includes. Start with README.md; docs/tensor.md
-// and docs/autograd.md explain the two halves of the engine.
+// The one header a program includes: the core engine (tensors, ops,
+// autograd, random numbers) in namespace ember, layers in ember::nn,
+// optimisers in ember::optim. Start with README.md; docs/ explains each part.
 #pragma once
 
 #include "core/autograd.h"
@@ -14,3 +15,4 @@
 #include "core/print.h"
 #include "core/random.h"
 #include "core/tensor.h"
+#include "nn/nn.h"

@@ -121,6 +121,30 @@ void check_cases_gradients(const Fixtures& fixtures, const std::vector<OpCase>& 
     }
 }
 
+std::shared_ptr<nn::Module> check_module_case(const Fixtures& fixtures, const std::string& name,
+                                              const ModuleBuilder& build, Tolerance tol) {
+    INFO("module fixture case " << name);
+    const int64_t seed = fixtures.tensor(name + ".seed").item<int64_t>();
+    manual_seed(static_cast<uint64_t>(seed));
+    std::shared_ptr<nn::Module> module = build();
+    module->train(fixtures.tensor(name + ".train").item<bool>());
+    for (const auto& [pname, p] : module->named_parameters())
+        require_equal(p.detach(), fixtures.tensor(name + ".param." + pname), name + ": initial " + pname);
+
+    std::vector<Tensor> inputs = case_inputs(fixtures, name);
+    manual_seed(static_cast<uint64_t>(seed + 1000));
+    REQUIRE(inputs.size() == 1); // every module case so far takes one input
+    Tensor out = module->forward(inputs[0]);
+    require_close(out, fixtures.tensor(name + ".out"), tol, name + ": output");
+    out.backward(fixtures.tensor(name + ".dout"));
+    if (fixtures.has(name + ".din0")) require_close(inputs[0].grad(), fixtures.tensor(name + ".din0"), tol, name + ": din0");
+    for (const auto& [pname, p] : module->named_parameters()) {
+        Tensor grad = p.grad().defined() ? p.grad() : zeros_like(p);
+        require_close(grad, fixtures.tensor(name + ".grad." + pname), tol, name + ": gradient of " + pname);
+    }
+    return module;
+}
+
 const Fixtures& fixtures(const std::string& family) {
     static std::map<std::string, Fixtures> loaded;
     auto it = loaded.find(family);

@@ -53,6 +53,15 @@ void check_cases(const Fixtures& fixtures, const std::vector<OpCase>& cases);
 // check_gradients for every case with a floating input and gradcheck = true.
 void check_cases_gradients(const Fixtures& fixtures, const std::vector<OpCase>& cases);
 
+// A module fixture case (FixtureFile.module_case): builds the module after
+// manual_seed(name.seed) and checks that its parameters equal PyTorch's bit
+// for bit; runs it in name.train mode after manual_seed(seed + 1000) on
+// name.in0, name.in1, ...; compares the output, the input gradients and
+// every parameter's gradient with PyTorch's. Returns the module.
+using ModuleBuilder = std::function<std::shared_ptr<nn::Module>()>;
+std::shared_ptr<nn::Module> check_module_case(const Fixtures& fixtures, const std::string& name,
+                                              const ModuleBuilder& build, Tolerance tol = {});
+
 // The fixtures of a family, loaded once per test program.
 const Fixtures& fixtures(const std::string& family);
 

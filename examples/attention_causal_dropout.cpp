@@ -1,0 +1,55 @@
+// attention_causal_dropout: Raschka's causal multi-head attention with
+// dropout (LLMs from Scratch, ch. 3; seed 002's last class). Dropout draws
+// the same masks as PyTorch for the same seed, so the book's printed
+// matrices come out the same; the batched class masks the future with a
+// triu buffer and drops attention weights while training.
+// docs/attention.md, section 5.
+//
+//   build/examples/attention_causal_dropout
+#include <iostream>
+
+#include "notebook.h"
+
+using namespace ember;
+
+int main() {
+    // The book's dropout demo: half the entries zeroed, the rest doubled.
+    manual_seed(123);
+    nn::Dropout dropout(0.5);
+    Tensor example = ones({6, 6});
+    std::cout << dropout(example) << "\n\n";
+
+    // "Your journey starts with one step": six tokens, three channels each.
+    Tensor inputs = tensor({{0.43f, 0.15f, 0.89f},
+                            {0.55f, 0.87f, 0.66f},
+                            {0.57f, 0.85f, 0.64f},
+                            {0.22f, 0.58f, 0.33f},
+                            {0.77f, 0.25f, 0.10f},
+                            {0.05f, 0.80f, 0.55f}});
+    Tensor batch = stack({inputs, inputs}); // (2,6,3)
+    std::cout << torch_size(batch.shape()) << "\n";
+
+    manual_seed(123);
+    const int64_t context_length = batch.size(1), d_in = 3, d_out = 2;
+    nn::BatchedMultiHeadAttention mha(d_in, d_out, context_length, 0.0, /*num_heads=*/2);
+    Tensor context_vecs = mha(batch);
+    std::cout << context_vecs << "\ncontext_vecs.shape: " << torch_size(context_vecs.shape()) << "\n\n";
+
+    // The mask: 1 above the diagonal marks what each token may not see.
+    std::cout << triu(ones({3, 3}), 1) << "\n";
+
+    // Seed 002's test of the class, with dropout on the attention weights.
+    manual_seed(3333);
+    const int64_t B = 4, T = 8, C = 32;
+    Tensor x = randn({B, T, C});
+    nn::BatchedMultiHeadAttention attn(C, C, T, 0.1, 4);
+    attn.keep_attention = true;
+    std::cout << torch_size(attn(x).shape()) << "\n";
+    // In training mode some weights were dropped (and the rest scaled by 1/0.9).
+    Tensor w = attn.attention[0][0]; // sequence 0, head 0: (T,T)
+    std::cout << "weights of sequence 0, head 0, in training:\n" << w << "\n";
+    attn.eval();
+    attn(x);
+    std::cout << "in eval mode, rows sum to 1 again:\n" << sum(attn.attention[0][0], -1) << "\n";
+    return 0;
+}

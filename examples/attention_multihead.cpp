@@ -1,0 +1,33 @@
+// attention_multihead: several heads side by side, as seed 000 builds them
+// (seed 1337) and the lecture and seed 004 name them: each head attends in
+// its own head_size-dimensional space, the outputs are concatenated back to
+// C channels and projected. nn::MultiHeadAttention does the same thing.
+// Prints the same numbers as the notebook's code run in PyTorch.
+// docs/attention.md, section 3.
+//
+//   build/examples/attention_multihead
+#include <iostream>
+
+#include "notebook.h"
+
+using namespace ember;
+
+int main() {
+    manual_seed(1337);
+    const int64_t B = 4, T = 8, C = 32, head_size = 8, num_heads = 4;
+    Tensor x = randn({B, T, C});
+
+    // Seed 000: heads = ModuleList([Head(head_size) for _ in range(num_heads)]),
+    // proj = Linear(C, C). nn::MultiHeadAttention registers the same modules
+    // in the same order, so it draws the same weights.
+    nn::MultiHeadAttention mha(num_heads, head_size, C, /*block_size=*/T, /*dropout=*/0.0);
+    std::vector<Tensor> outs;
+    for (size_t h = 0; h < mha.heads->size(); ++h) outs.push_back((*mha.heads)[h]->forward(x)); // 4 x (B,T,8)
+    Tensor out = cat(outs, -1);    // (B,T,32): the heads' channels side by side
+    out = mha.proj->forward(out);  // (B,T,C)
+    std::cout << torch_size(out.shape()) << "\nout[0, :2] =\n" << out[0].slice(0, 0, 2) << "\n";
+    std::cout << "the layer gives the same: " << py_bool(allclose(mha(x), out)) << "\n\n";
+    std::cout << mha << "\n";
+    std::cout << "parameters: " << mha.num_parameters() << "\n";
+    return 0;
+}

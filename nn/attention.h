@@ -1,0 +1,89 @@
+// Self-attention, in every form the seed notebooks build it.
+//
+//   Head                       one causal head (the "Let's build GPT" lecture, seeds 000, 004)
+//   MultiHeadAttention         a list of Heads, concatenated and projected (seeds 000, 002, 004)
+//   BatchedMultiHeadAttention  all heads in one batched matmul, with Q, K, V as three
+//                              Linears (Raschka's class, seed 001) or one fused Linear
+//                              split with chunk (seed 001's V2); causal or not, with or
+//                              without biases, d_in != d_out allowed
+//
+// Shapes: B batch, T time, C channels, NH heads, hs head size.
+// docs/attention.md walks from the averaging trick to the batched form, and
+// explains the mistakes the seeds contain. Tests: tests/test_attention.cpp.
+#pragma once
+
+#include "layers.h"
+#include "linear.h"
+#include "module.h"
+
+namespace ember::nn {
+
+// One head: q = query(x), k = key(x), v = value(x) (Linears without bias),
+// weights = softmax(mask(q k^T / sqrt(hs))), dropout on the weights, out = weights v.
+class Head : public Module {
+public:
+    Head(int64_t n_embd, int64_t head_size, int64_t block_size, double dropout);
+    // x (B,T,C) -> (B,T,hs); T may not exceed block_size.
+    Tensor forward(const Tensor& x) override;
+
+    std::shared_ptr<Linear> key, query, value;
+    Tensor tril; // (block_size, block_size) buffer: 1 on and below the diagonal
+    std::shared_ptr<Dropout> dropout;
+
+    // Set keep_attention to keep the weights (B,T,T) of the last forward, for plots.
+    bool keep_attention = false;
+    Tensor attention;
+};
+
+// num_heads Heads side by side: out = dropout(proj(cat(heads, -1))).
+class MultiHeadAttention : public Module {
+public:
+    MultiHeadAttention(int64_t num_heads, int64_t head_size, int64_t n_embd, int64_t block_size, double dropout);
+    // x (B,T,C) -> (B,T,C)
+    Tensor forward(const Tensor& x) override;
+
+    std::shared_ptr<ModuleList> heads; // of Head
+    std::shared_ptr<Linear> proj;      // (num_heads * head_size) -> n_embd
+    std::shared_ptr<Dropout> dropout;
+};
+
+struct AttentionConfig {
+    int64_t d_in = 0;           // channels in
+    int64_t d_out = 0;          // channels out: num_heads * head size
+    int64_t context_length = 0; // the longest sequence (the mask's size)
+    int64_t num_heads = 1;
+    double dropout = 0.0;     // on the attention weights
+    double out_dropout = 0.0; // on the output, after out_proj
+    bool qkv_bias = false;
+    bool out_bias = true;
+    bool causal = true;
+    // One Linear(d_in, 3 d_out) laid out per head as [q_h | k_h | v_h]
+    // (reshape to (B,T,NH,3 hs) and chunk), as seed 001's MultiHeadAttentionV2.
+    bool fused_qkv = false;
+};
+
+// All heads at once: project, split channels into heads with view and
+// transpose, one batched matmul for the scores and one for the values,
+// merge heads back, project out.
+class BatchedMultiHeadAttention : public Module {
+public:
+    explicit BatchedMultiHeadAttention(const AttentionConfig& config);
+    // Raschka's signature: MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, qkv_bias).
+    BatchedMultiHeadAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, int64_t num_heads,
+                              bool qkv_bias = false);
+    // x (B,T,d_in) -> (B,T,d_out)
+    Tensor forward(const Tensor& x) override;
+
+    const AttentionConfig config;
+    const int64_t head_dim;
+    std::shared_ptr<Linear> W_query, W_key, W_value; // three projections, unless fused_qkv
+    std::shared_ptr<Linear> W_qkv;                   // the fused projection, if fused_qkv
+    std::shared_ptr<Linear> out_proj;
+    std::shared_ptr<Dropout> dropout, out_dropout;
+    Tensor mask; // (context_length, context_length): 1 above the diagonal, when causal
+
+    bool keep_attention = false;
+    Tensor attention; // (B,NH,T,T) of the last forward, when keep_attention
+};
+
+} // namespace ember::nn

@@ -1,0 +1,39 @@
+// Checkpoints in the safetensors format, readable by PyTorch-side tools and
+// written so that an interrupted save never destroys the previous file.
+//
+// A safetensors file is: 8 bytes, little-endian, the header's length N; N
+// bytes of JSON naming each tensor's dtype, shape and byte range, plus an
+// optional "__metadata__" object of strings; then the raw little-endian data.
+// ember writes float32, float64, int64 and bool (F32, F64, I64, BOOL), in
+// state_dict order, with the header padded by spaces to a multiple of 8.
+// Loading checks everything (lengths, offsets, dtypes, shapes, that the data
+// exactly fills the file) before it returns; load(module, ...) also checks
+// every key and shape against the module before copying anything.
+// docs/checkpoints.md; tests/test_checkpoint.cpp.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "module.h"
+
+namespace ember::nn {
+
+// A file that cannot be read or written, or is not a valid safetensors file.
+class CheckpointError : public Error {
+public:
+    using Error::Error;
+};
+
+using Metadata = std::map<std::string, std::string>;
+
+// Writes to `path + ".tmp"`, flushes it to disk, then renames it over `path`.
+void save_safetensors(const StateDict& tensors, const std::string& path, const Metadata& metadata = {});
+// Reads and validates a whole file; `metadata`, if given, receives "__metadata__".
+StateDict load_safetensors(const std::string& path, Metadata* metadata = nullptr);
+
+// A module's state_dict to a file, and back (strictly: the same keys and shapes).
+void save(const Module& module, const std::string& path, const Metadata& metadata = {});
+void load(Module& module, const std::string& path, Metadata* metadata = nullptr);
+
+} // namespace ember::nn

@@ -1,0 +1,111 @@
+// Block and GPT: see gpt.h. The forward passes are gpt.py's, line for line.
+#include "gpt.h"
+
+#include <cmath>
+
+#include "../core/autograd.h"
+#include "init.h"
+
+namespace ember::nn {
+
+Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout, bool batched) : Module("Block") {
+    if (n_head < 1 || n_embd % n_head != 0)
+        fail<ValueError>("Block", "n_embd=", n_embd, " must be divisible by n_head=", n_head);
+    const int64_t head_size = n_embd / n_head;
+    if (batched) {
+        sa = register_module("sa", std::make_shared<BatchedMultiHeadAttention>(AttentionConfig{
+                                       .d_in = n_embd,
+                                       .d_out = n_embd,
+                                       .context_length = block_size,
+                                       .num_heads = n_head,
+                                       .dropout = dropout,
+                                       .out_dropout = dropout}));
+    } else {
+        sa = register_module("sa", std::make_shared<MultiHeadAttention>(n_head, head_size, n_embd, block_size, dropout));
+    }
+    ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout));
+    ln1 = register_module("ln1", std::make_shared<LayerNorm>(n_embd));
+    ln2 = register_module("ln2", std::make_shared<LayerNorm>(n_embd));
+}
+
+Tensor Block::forward(const Tensor& x) {
+    // Residual connections around communication (attention) and computation
+    // (the MLP), each applied to a normalised copy: (B,T,C) -> (B,T,C).
+    Tensor h = x + sa->forward(ln1->forward(x));
+    return h + ffwd->forward(ln2->forward(h));
+}
+
+GPT::GPT(const GPTConfig& c) : Module("GPT"), config(c) {
+    if (c.vocab_size < 1 || c.block_size < 1 || c.n_layer < 0)
+        fail<ValueError>("GPT", "vocab_size and block_size must be positive and n_layer non-negative, got ", c.vocab_size,
+                         ", ", c.block_size, ", ", c.n_layer);
+    token_embedding_table = register_module("token_embedding_table", std::make_shared<Embedding>(c.vocab_size, c.n_embd));
+    position_embedding_table =
+        register_module("position_embedding_table", std::make_shared<Embedding>(c.block_size, c.n_embd));
+    blocks = register_module("blocks", std::make_shared<Sequential>());
+    for (int64_t i = 0; i < c.n_layer; ++i)
+        blocks->push_back(std::make_shared<Block>(c.n_embd, c.n_head, c.block_size, c.dropout, c.batched_attention));
+    ln_f = register_module("ln_f", std::make_shared<LayerNorm>(c.n_embd));
+    lm_head = register_module("lm_head", std::make_shared<Linear>(c.n_embd, c.vocab_size));
+    if (c.gpt_init) {
+        // gpt.py: self.apply(self._init_weights), visiting submodules
+        // children first, in registration order, drawing as it goes.
+        apply([](Module& m) {
+            if (auto* linear = dynamic_cast<Linear*>(&m)) {
+                init::normal_(linear->weight, 0.0, 0.02);
+                if (linear->bias.defined()) init::zeros_(linear->bias);
+            } else if (auto* emb = dynamic_cast<Embedding*>(&m)) {
+                init::normal_(emb->weight, 0.0, 0.02);
+            }
+        });
+    }
+}
+
+GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) {
+    if (idx.dim() != 2 || idx.dtype() != kInt64)
+        fail<ShapeError>("GPT", "idx must be (B,T) int64 token ids, got ", dtype_name(idx.dtype()), " ", idx.shape());
+    const int64_t B = idx.size(0), T = idx.size(1);
+    if (T > config.block_size)
+        fail<ShapeError>("GPT", "sequence length T=", T, " exceeds block_size=", config.block_size, " (idx ", idx.shape(),
+                         ")");
+    if (targets.defined() && (targets.shape() != idx.shape() || targets.dtype() != kInt64))
+        fail<ShapeError>("GPT", "targets must be int64 of idx's shape ", idx.shape(), ", got ",
+                         dtype_name(targets.dtype()), " ", targets.shape());
+    Tensor tok_emb = token_embedding_table->forward(idx);          // (B,T,C)
+    Tensor pos_emb = position_embedding_table->forward(arange(T)); // (T,C)
+    Tensor x = tok_emb + pos_emb;                                  // (B,T,C)
+    x = blocks->forward(x);                                        // (B,T,C)
+    x = ln_f->forward(x);                                          // (B,T,C)
+    Tensor logits = lm_head->forward(x);                           // (B,T,V)
+    Tensor loss;
+    if (targets.defined()) loss = cross_entropy(logits.view({B * T, config.vocab_size}), targets.reshape({B * T}));
+    return {logits, loss};
+}
+
+Tensor GPT::generate(Tensor idx, int64_t max_new_tokens, double temperature, std::optional<int64_t> top_k,
+                     Generator* generator) {
+    if (!(temperature > 0)) fail<ValueError>("generate", "temperature must be positive, got ", temperature);
+    if (top_k && *top_k < 1) fail<ValueError>("generate", "top_k must be at least 1, got ", *top_k);
+    if (max_new_tokens < 0) fail<ValueError>("generate", "max_new_tokens must be non-negative, got ", max_new_tokens);
+    if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) < 1)
+        fail<ShapeError>("generate", "idx must be (B,T) int64 with T >= 1, got ", dtype_name(idx.dtype()), " ",
+                         idx.shape());
+    NoGradGuard no_grad;
+    for (int64_t i = 0; i < max_new_tokens; ++i) {
+        // Crop the context to the last block_size tokens.
+        Tensor idx_cond = idx.slice(1, -config.block_size);
+        Tensor logits = forward(idx_cond, Tensor()).logits.select(1, -1); // (B,V): the last position
+        logits = logits / temperature;
+        if (top_k) {
+            // Keep the k largest logits of each row; the rest can never be drawn.
+            Tensor kth = topk(logits, std::min(*top_k, logits.size(-1))).values.slice(1, -1); // (B,1)
+            logits = logits.masked_fill(logits < kth, -INFINITY);
+        }
+        Tensor probs = softmax(logits, -1);                                  // (B,V)
+        Tensor next = multinomial(probs, 1, /*replacement=*/false, generator); // (B,1)
+        idx = cat({idx, next}, 1);                                           // (B,T+1)
+    }
+    return idx;
+}
+
+} // namespace ember::nn

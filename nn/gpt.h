@@ -1,0 +1,73 @@
+// The transformer Block and a small GPT language model, as the "Let's build
+// GPT" lecture builds them (its gpt.py), for character-level models.
+//
+//   Block:  x = x + sa(ln1(x)); x = x + ffwd(ln2(x))      (pre-LayerNorm)
+//   GPT:    tokens -> token + position embeddings -> blocks -> ln_f -> lm_head
+//
+// With the same seed, a GPT built here has the parameters PyTorch's gpt.py
+// builds, to the bit: modules are constructed in the same order and then
+// re-initialised as its _init_weights does. docs/attention.md; tests in
+// tests/test_gpt.cpp.
+#pragma once
+
+#include <optional>
+
+#include "attention.h"
+#include "layers.h"
+#include "module.h"
+
+namespace ember::nn {
+
+class Block : public Module {
+public:
+    // batched: one BatchedMultiHeadAttention instead of a list of Heads.
+    Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout, bool batched = false);
+    Tensor forward(const Tensor& x) override;
+
+    std::shared_ptr<Module> sa; // MultiHeadAttention or BatchedMultiHeadAttention
+    std::shared_ptr<FeedForward> ffwd;
+    std::shared_ptr<LayerNorm> ln1, ln2;
+};
+
+struct GPTConfig {
+    int64_t vocab_size = 65;
+    int64_t block_size = 8; // the longest context
+    int64_t n_embd = 32;
+    int64_t n_head = 4;
+    int64_t n_layer = 3;
+    double dropout = 0.0;
+    bool batched_attention = false; // heads in one batched matmul instead of a list of Heads
+    // gpt.py's _init_weights: Linear and Embedding weights ~ N(0, 0.02), biases 0.
+    // Off: every layer keeps PyTorch's default initialisation.
+    bool gpt_init = true;
+};
+
+struct GPTOutput {
+    Tensor logits; // (B,T,vocab_size)
+    Tensor loss;   // mean cross-entropy against the targets; undefined without targets
+};
+
+class GPT : public Module {
+public:
+    explicit GPT(const GPTConfig& config);
+    // idx (B,T) int64 token ids, T <= block_size; targets (B,T) or undefined.
+    GPTOutput forward(const Tensor& idx, const Tensor& targets);
+    Tensor forward(const Tensor& idx) override { return forward(idx, Tensor()).logits; }
+
+    // Extends each row of idx (B,T) by max_new_tokens sampled tokens: the
+    // logits of the last position (cropped to block_size of context),
+    // divided by temperature, restricted to the top_k most likely when
+    // given, softmaxed and sampled with multinomial, exactly as PyTorch
+    // draws. Runs without recording a graph; it does not change the mode
+    // (call eval() first to turn dropout off, as nanoGPT does).
+    Tensor generate(Tensor idx, int64_t max_new_tokens, double temperature = 1.0,
+                    std::optional<int64_t> top_k = std::nullopt, Generator* generator = nullptr);
+
+    const GPTConfig config;
+    std::shared_ptr<Embedding> token_embedding_table, position_embedding_table;
+    std::shared_ptr<Sequential> blocks;
+    std::shared_ptr<LayerNorm> ln_f;
+    std::shared_ptr<Linear> lm_head;
+};
+
+} // namespace ember::nn

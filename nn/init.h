@@ -1,0 +1,24 @@
+// nn::init: the initialisations PyTorch's layers use, drawing from the same
+// generator in the same order, so that a model built after manual_seed(s)
+// has PyTorch's parameters to the bit (../shared/spec/torch_rng.md §5-6).
+// Each fills a parameter in place, outside the autograd graph.
+// Tests: tests/test_layers.cpp.
+#pragma once
+
+#include "../core/ops.h"
+
+namespace ember::nn::init {
+
+// U(-bound, bound) with bound = gain * sqrt(3 / fan_in) and the leaky-ReLU
+// gain sqrt(2 / (1 + a^2)): what nn.Linear gives its weight (with a = sqrt 5).
+// fan_in is the size of dim 1 times the sizes after it.
+void kaiming_uniform_(const Tensor& tensor, double a, Generator* generator = nullptr);
+void uniform_(const Tensor& tensor, double from, double to, Generator* generator = nullptr);
+void normal_(const Tensor& tensor, double mean = 0.0, double std = 1.0, Generator* generator = nullptr);
+void zeros_(const Tensor& tensor);
+void ones_(const Tensor& tensor);
+
+// Dim 1 times the trailing dims (fan_in), and dim 0 times them (fan_out).
+int64_t fan_in(const Tensor& tensor);
+
+} // namespace ember::nn::init

@@ -1,0 +1,74 @@
+// Embedding, LayerNorm, Dropout, GELU, FeedForward: see layers.h.
+#include "layers.h"
+
+#include <sstream>
+
+#include "init.h"
+
+namespace ember::nn {
+
+// Python's repr of a small float as the reprs print it (1e-05, 0.2, 1.0):
+// the shortest %g text that reads back as the same double.
+static std::string python_float(double v) {
+    std::string s;
+    for (int digits = 1; digits <= 17; ++digits) {
+        std::ostringstream trial;
+        trial.precision(digits);
+        trial << v;
+        s = trial.str();
+        if (std::stod(s) == v) break;
+    }
+    if (s.find_first_of(".en") == std::string::npos) s += ".0"; // 1 -> 1.0
+    return s;
+}
+
+Embedding::Embedding(int64_t num, int64_t dim) : Module("Embedding"), num_embeddings(num), embedding_dim(dim) {
+    if (num < 0 || dim < 0) fail<ValueError>("Embedding", "sizes must be non-negative, got ", num, " and ", dim);
+    weight = register_parameter("weight", empty({num, dim}));
+    init::normal_(weight); // nn.Embedding.reset_parameters: N(0, 1)
+}
+
+Tensor Embedding::forward(const Tensor& idx) { return embedding(idx, weight); }
+
+std::string Embedding::extra_repr() const {
+    return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim);
+}
+
+LayerNorm::LayerNorm(Shape shape, double eps_, bool affine) : Module("LayerNorm"), normalized_shape(shape), eps(eps_) {
+    if (affine) {
+        weight = register_parameter("weight", ones(shape));
+        bias = register_parameter("bias", zeros(shape));
+    }
+}
+
+Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, normalized_shape, weight, bias, eps); }
+
+std::string LayerNorm::extra_repr() const {
+    // "(32,), eps=1e-05, elementwise_affine=True", as Python prints a tuple.
+    std::string shape = "(";
+    for (size_t i = 0; i < normalized_shape.size(); ++i)
+        shape += (i ? ", " : "") + std::to_string(normalized_shape[i]);
+    shape += normalized_shape.size() == 1 ? ",)" : ")";
+    return shape + ", eps=" + python_float(eps) + ", elementwise_affine=" + (weight.defined() ? "True" : "False");
+}
+
+Dropout::Dropout(double p_) : Module("Dropout"), p(p_) {
+    if (!(p >= 0.0 && p <= 1.0)) fail<ValueError>("Dropout", "probability must be between 0 and 1, got ", p);
+}
+
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training()); }
+
+std::string Dropout::extra_repr() const { return "p=" + python_float(p) + ", inplace=False"; }
+
+GELU::GELU(std::string approx) : Module("GELU"), approximate(std::move(approx)) {
+    if (approximate != "none" && approximate != "tanh")
+        fail<ValueError>("GELU", "approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
+}
+
+FeedForward::FeedForward(int64_t n_embd, double dropout) : Module("FeedForward") {
+    net = register_module("net", std::make_shared<Sequential>(std::vector<std::shared_ptr<Module>>{
+                                     std::make_shared<Linear>(n_embd, 4 * n_embd), std::make_shared<ReLU>(),
+                                     std::make_shared<Linear>(4 * n_embd, n_embd), std::make_shared<Dropout>(dropout)}));
+}
+
+} // namespace ember::nn

@@ -1,0 +1,71 @@
+// Small layers, each a thin Module around one op: Embedding, LayerNorm,
+// Dropout, ReLU, GELU; and FeedForward, the transformer's MLP.
+// Their math lives in core/ (embedding, layer_norm, dropout, relu, gelu).
+// Tests: tests/test_layers.cpp.
+#pragma once
+
+#include "linear.h"
+#include "module.h"
+
+namespace ember::nn {
+
+// A lookup table: row i of weight (num_embeddings, embedding_dim) for token
+// i. weight ~ N(0, 1), PyTorch's init (randn of that shape).
+// forward: idx (any shape, int64) -> (*idx.shape, embedding_dim).
+class Embedding : public Module {
+public:
+    Embedding(int64_t num_embeddings, int64_t embedding_dim);
+    Tensor forward(const Tensor& idx) override;
+    std::string extra_repr() const override;
+    const int64_t num_embeddings, embedding_dim;
+    Tensor weight;
+};
+
+// Normalises over the trailing dims `normalized_shape` (docs/layer_norm.md),
+// with a learned per-channel scale (weight = 1) and shift (bias = 0).
+class LayerNorm : public Module {
+public:
+    explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+    explicit LayerNorm(int64_t size, double eps = 1e-5) : LayerNorm(Shape{size}, eps) {}
+    Tensor forward(const Tensor& x) override;
+    std::string extra_repr() const override;
+    const Shape normalized_shape;
+    const double eps;
+    Tensor weight, bias; // undefined without elementwise_affine
+};
+
+// Zeroes each element with probability p in training mode (scaling the rest
+// by 1/(1-p)); the identity in eval mode. Same masks as PyTorch's.
+class Dropout : public Module {
+public:
+    explicit Dropout(double p = 0.5);
+    Tensor forward(const Tensor& x) override;
+    std::string extra_repr() const override;
+    const double p;
+};
+
+class ReLU : public Module {
+public:
+    ReLU() : Module("ReLU") {}
+    Tensor forward(const Tensor& x) override { return relu(x); }
+};
+
+// approximate: "none" (the erf form) or "tanh".
+class GELU : public Module {
+public:
+    explicit GELU(std::string approximate = "none");
+    Tensor forward(const Tensor& x) override { return gelu(x, approximate); }
+    std::string extra_repr() const override { return "approximate='" + approximate + "'"; }
+    const std::string approximate;
+};
+
+// The lecture's FeedFoward: Linear(n, 4n), ReLU, Linear(4n, n), Dropout,
+// as a Sequential named `net` (parameters net.0.weight, net.2.bias, ...).
+class FeedForward : public Module {
+public:
+    FeedForward(int64_t n_embd, double dropout);
+    Tensor forward(const Tensor& x) override { return net->forward(x); }
+    std::shared_ptr<Sequential> net;
+};
+
+} // namespace ember::nn

@@ -1,0 +1,261 @@
+// nn::Module, ModuleList, Sequential: see module.h.
+#include "module.h"
+
+#include <algorithm>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "../core/autograd.h"
+
+namespace ember::nn {
+
+// ---- StateDict ------------------------------------------------------------------------
+
+void StateDict::insert(const std::string& name, const Tensor& tensor) {
+    if (contains(name)) fail<ValueError>("StateDict", "duplicate key \"", name, "\"");
+    items_.emplace_back(name, tensor);
+}
+
+bool StateDict::contains(const std::string& name) const {
+    return std::any_of(items_.begin(), items_.end(), [&](const auto& item) { return item.first == name; });
+}
+
+const Tensor& StateDict::at(const std::string& name) const {
+    for (const auto& [key, value] : items_)
+        if (key == name) return value;
+    fail<ValueError>("StateDict", "no key \"", name, "\"");
+}
+
+// ---- registration ------------------------------------------------------------------------
+
+Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
+
+Tensor Module::forward(const Tensor& x) {
+    fail<Error>(type_name_, "has no forward(x) taking one tensor (input ", x.shape(), ")");
+}
+
+void Module::check_new_name(const std::string& name, const char* what) const {
+    if (name.empty() || name.find('.') != std::string::npos)
+        fail<ValueError>(type_name_, what, " name \"", name, "\" must be non-empty and contain no '.'");
+    auto taken = [&](const auto& list) {
+        return std::any_of(list.begin(), list.end(), [&](const auto& item) { return item.first == name; });
+    };
+    if (taken(parameters_) || taken(buffers_) || taken(children_))
+        fail<ValueError>(type_name_, "\"", name, "\" is already registered");
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+    check_new_name(name, "parameter");
+    if (!tensor.defined()) fail<ValueError>(type_name_, "parameter \"", name, "\" is undefined");
+    if (!tensor.is_leaf()) tensor = tensor.detach(); // a parameter starts a graph; it never comes from one
+    tensor.requires_grad_(requires_grad);
+    parameters_.emplace_back(name, tensor);
+    return tensor;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
+    check_new_name(name, "buffer");
+    if (!tensor.defined()) fail<ValueError>(type_name_, "buffer \"", name, "\" is undefined");
+    buffers_.emplace_back(name, tensor);
+    if (!persistent) non_persistent_.push_back(name);
+    return tensor;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+    check_new_name(name, "submodule");
+    if (!module) fail<ValueError>(type_name_, "submodule \"", name, "\" is null");
+    children_.emplace_back(name, std::move(module));
+}
+
+// ---- traversal -------------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, Module*>> Module::named_modules() {
+    // Pre-order: this module, then each child's subtree, in registration order.
+    std::vector<std::pair<std::string, Module*>> out;
+    std::vector<std::pair<std::string, Module*>> stack{{"", this}};
+    while (!stack.empty()) {
+        auto [prefix, module] = stack.back();
+        stack.pop_back();
+        out.emplace_back(prefix, module);
+        const auto& children = module->children_;
+        for (auto it = children.rbegin(); it != children.rend(); ++it)
+            stack.emplace_back(prefix.empty() ? it->first : prefix + "." + it->first, it->second.get());
+    }
+    return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    std::set<const TensorImpl*> seen;
+    for (const auto& [prefix, module] : const_cast<Module*>(this)->named_modules())
+        for (const auto& [name, p] : module->parameters_)
+            if (seen.insert(p.impl()).second) out.emplace_back(prefix.empty() ? name : prefix + "." + name, p);
+    return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+    std::vector<Tensor> out;
+    for (const auto& [name, p] : named_parameters()) out.push_back(p);
+    return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (const auto& [prefix, module] : const_cast<Module*>(this)->named_modules())
+        for (const auto& [name, b] : module->buffers_) out.emplace_back(prefix.empty() ? name : prefix + "." + name, b);
+    return out;
+}
+
+int64_t Module::num_parameters() const {
+    int64_t n = 0;
+    for (const Tensor& p : parameters()) n += p.numel();
+    return n;
+}
+
+// ---- modes -----------------------------------------------------------------------------------
+
+void Module::train(bool on) {
+    training_ = on;
+    for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+    for (const Tensor& p : parameters()) p.zero_grad();
+}
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+    for (auto& [name, child] : children_) child->apply(fn);
+    fn(*this);
+}
+
+void Module::to(DType dtype) {
+    // Rewrites each tensor's TensorImpl in place, so every handle to it (the
+    // layer's `weight` member, an outside reference) sees the new dtype.
+    NoGradGuard no_grad;
+    auto convert = [dtype](const Tensor& t) {
+        if (!t.is_floating_point() || t.dtype() == dtype) return;
+        Tensor converted = t.detach().to(dtype).contiguous();
+        TensorImpl* impl = t.impl();
+        impl->storage = converted.storage();
+        impl->dtype = dtype;
+        impl->strides = converted.strides();
+        impl->offset = converted.storage_offset();
+        impl->grad = nullptr;
+    };
+    for (const auto& [prefix, module] : named_modules()) {
+        for (auto& [name, p] : module->parameters_) convert(p);
+        for (auto& [name, b] : module->buffers_) convert(b);
+    }
+}
+
+// ---- state -----------------------------------------------------------------------------------
+
+void Module::collect_state(const std::string& prefix, StateDict& out) const {
+    for (const auto& [name, p] : parameters_) out.insert(prefix + name, p.detach());
+    for (const auto& [name, b] : buffers_)
+        if (std::find(non_persistent_.begin(), non_persistent_.end(), name) == non_persistent_.end())
+            out.insert(prefix + name, b.detach());
+    for (const auto& [name, child] : children_) child->collect_state(prefix + name + ".", out);
+}
+
+StateDict Module::state_dict() const {
+    StateDict out;
+    collect_state("", out);
+    return out;
+}
+
+void Module::load_state_dict(const StateDict& dict, bool strict) {
+    StateDict own = state_dict();
+    // Check everything before changing anything.
+    std::vector<std::string> missing, unexpected, mismatched;
+    for (const auto& [name, t] : own) {
+        if (!dict.contains(name)) {
+            missing.push_back(name);
+        } else if (dict.at(name).shape() != t.shape()) {
+            mismatched.push_back(name + ": the file has " + shape_str(dict.at(name).shape()) + ", the model " +
+                                 shape_str(t.shape()));
+        }
+    }
+    for (const auto& [name, t] : dict)
+        if (!own.contains(name)) unexpected.push_back(name);
+    auto list = [](const std::vector<std::string>& names) {
+        std::string s;
+        for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+        return s;
+    };
+    if (!mismatched.empty())
+        fail<ShapeError>("load_state_dict", type_name_, ": size mismatch for ", list(mismatched));
+    if (strict && (!missing.empty() || !unexpected.empty()))
+        fail<ValueError>("load_state_dict", type_name_, ":", missing.empty() ? "" : " missing keys: " + list(missing),
+                         missing.empty() || unexpected.empty() ? "" : ";",
+                         unexpected.empty() ? "" : " unexpected keys: " + list(unexpected));
+    NoGradGuard no_grad;
+    for (const auto& [name, t] : own)
+        if (dict.contains(name)) {
+            Tensor target = t; // a handle to the module's own tensor
+            target.copy_(dict.at(name));
+        }
+}
+
+// ---- printing ------------------------------------------------------------------------------------
+
+std::string Module::repr() const {
+    // PyTorch's Module.__repr__: "Name(extra)" for a leaf; otherwise the
+    // extra lines and one "(name): child" line each, indented by two.
+    std::vector<std::string> lines;
+    std::string extra = extra_repr();
+    std::vector<std::string> extra_lines;
+    if (!extra.empty()) {
+        std::stringstream in(extra);
+        std::string line;
+        while (std::getline(in, line)) extra_lines.push_back(line);
+    }
+    std::vector<std::string> child_lines;
+    for (const auto& [name, child] : children_) {
+        std::string text = child->repr();
+        // Indent every line but the first by two spaces.
+        std::string indented;
+        for (char c : text) {
+            indented += c;
+            if (c == '\n') indented += "  ";
+        }
+        child_lines.push_back("(" + name + "): " + indented);
+    }
+    std::string out = type_name_ + "(";
+    if (extra_lines.size() == 1 && child_lines.empty()) {
+        out += extra_lines[0];
+    } else if (!extra_lines.empty() || !child_lines.empty()) {
+        out += "\n";
+        for (const auto& l : extra_lines) out += "  " + l + "\n";
+        for (const auto& l : child_lines) out += "  " + l + "\n";
+    }
+    return out + ")";
+}
+
+std::ostream& operator<<(std::ostream& out, const Module& module) { return out << module.repr(); }
+
+// ---- containers ----------------------------------------------------------------------------------
+
+ModuleList::ModuleList(std::vector<std::shared_ptr<Module>> modules) : Module("ModuleList") {
+    for (auto& m : modules) push_back(std::move(m));
+}
+
+void ModuleList::push_back(std::shared_ptr<Module> module) { add_child(std::to_string(size()), std::move(module)); }
+
+std::shared_ptr<Module> ModuleList::operator[](size_t i) const {
+    if (i >= size()) fail<IndexError>(type_name(), "index ", i, " is out of range for ", size(), " modules");
+    return named_children()[i].second;
+}
+
+Sequential::Sequential(std::vector<std::shared_ptr<Module>> modules) : ModuleList("Sequential") {
+    for (auto& m : modules) push_back(std::move(m));
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+    Tensor out = x;
+    for (const auto& [name, module] : named_children()) out = module->forward(out);
+    return out;
+}
+
+} // namespace ember::nn

@@ -1,0 +1,195 @@
+// SGD, AdamW and clip_grad_norm_: see optim.h. Each update is one loop over a
+// parameter's elements, in float32 with the scalars rounded to float32 as
+// PyTorch's kernels use them.
+#include "optim.h"
+
+#include <cmath>
+#include <limits>
+
+#include "../core/autograd.h"
+#include "../core/loops.h"
+
+namespace ember::optim {
+
+using internal::contiguous_data;
+
+namespace {
+
+void check_params(const std::vector<Tensor>& params, const char* op) {
+    if (params.empty()) fail<ValueError>(op, "got an empty parameter list");
+    for (size_t i = 0; i < params.size(); ++i) {
+        if (!params[i].defined() || !params[i].is_leaf() || !params[i].is_floating_point())
+            fail<ValueError>(op, "parameter ", i, " must be a defined floating-point leaf tensor");
+        if (!params[i].is_contiguous())
+            fail<ValueError>(op, "parameter ", i, " of shape ", params[i].shape(), " is not contiguous");
+    }
+}
+
+// A parameter's gradient as a contiguous tensor of its dtype.
+Tensor grad_of(const Tensor& p) { return contiguous_data(p.grad().to(p.dtype())); }
+
+// state.at(name), checked against the parameter it belongs to.
+Tensor state_tensor(const nn::StateDict& state, const std::string& name, const Tensor& like, const char* op) {
+    if (!state.contains(name)) fail<ValueError>(op, "state has no \"", name, "\"");
+    const Tensor& t = state.at(name);
+    if (t.shape() != like.shape())
+        fail<ShapeError>(op, "state \"", name, "\" has shape ", t.shape(), ", its parameter ", like.shape());
+    return t.detach().to(like.dtype()).clone();
+}
+
+} // namespace
+
+Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {}
+
+void Optimizer::zero_grad() {
+    for (const Tensor& p : params_) p.zero_grad();
+}
+
+// ---- SGD -------------------------------------------------------------------------------------
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions o) : Optimizer(std::move(params)), options(o) {
+    check_params(params_, "SGD");
+    if (!(o.lr >= 0) || !(o.momentum >= 0) || !(o.weight_decay >= 0))
+        fail<ValueError>("SGD", "lr, momentum and weight_decay must be non-negative");
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+        fail<ValueError>("SGD", "Nesterov momentum requires a momentum and zero dampening");
+    momentum_buffer_.resize(params_.size());
+}
+
+void SGD::step() {
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < params_.size(); ++i) {
+        Tensor p = params_[i];
+        if (!p.grad().defined()) continue;
+        Tensor g = grad_of(p);
+        // PyTorch: d_p = grad.add(p, alpha=weight_decay)
+        if (options.weight_decay != 0) g = g + p.detach() * options.weight_decay;
+        if (options.momentum != 0) {
+            Tensor& buf = momentum_buffer_[i];
+            if (!buf.defined()) {
+                buf = g.clone(); // the first step starts the buffer at the gradient
+            } else {
+                buf.mul_(options.momentum).add_(g * (1.0 - options.dampening));
+            }
+            g = options.nesterov ? g + buf * options.momentum : buf;
+        }
+        p.sub_(g * options.lr);
+    }
+}
+
+nn::StateDict SGD::state_dict() const {
+    nn::StateDict state;
+    for (size_t i = 0; i < params_.size(); ++i)
+        if (momentum_buffer_[i].defined()) state.insert(std::to_string(i) + ".momentum_buffer", momentum_buffer_[i]);
+    return state;
+}
+
+void SGD::load_state_dict(const nn::StateDict& state) {
+    std::vector<Tensor> buffers(params_.size());
+    for (size_t i = 0; i < params_.size(); ++i) {
+        std::string name = std::to_string(i) + ".momentum_buffer";
+        if (state.contains(name)) buffers[i] = state_tensor(state, name, params_[i], "SGD");
+    }
+    momentum_buffer_ = std::move(buffers);
+}
+
+// ---- AdamW -----------------------------------------------------------------------------------
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o) : Optimizer(std::move(params)), options(o) {
+    check_params(params_, "AdamW");
+    if (!(o.lr >= 0) || !(o.eps >= 0) || !(o.weight_decay >= 0))
+        fail<ValueError>("AdamW", "lr, eps and weight_decay must be non-negative");
+    if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1))
+        fail<ValueError>("AdamW", "betas must be in [0, 1), got ", o.beta1, " and ", o.beta2);
+    for (const Tensor& p : params_) {
+        exp_avg_.push_back(zeros_like(p));
+        exp_avg_sq_.push_back(zeros_like(p));
+    }
+}
+
+void AdamW::step() {
+    NoGradGuard no_grad;
+    ++step_;
+    // The step's scalars, in double as PyTorch's Python computes them.
+    const double bias_correction1 = 1 - std::pow(options.beta1, static_cast<double>(step_));
+    const double bias_correction2 = 1 - std::pow(options.beta2, static_cast<double>(step_));
+    const double step_size = options.lr / bias_correction1;
+    const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+    for (size_t i = 0; i < params_.size(); ++i) {
+        const Tensor& p = params_[i];
+        if (!p.grad().defined()) continue;
+        Tensor g = grad_of(p);
+        dispatch_floating(p.dtype(), "AdamW", [&]<typename T>(TypeTag<T>) {
+            T* pp = p.data_ptr<T>();
+            const T* pg = g.data_ptr<T>();
+            T* m = exp_avg_[i].data_ptr<T>();
+            T* v = exp_avg_sq_[i].data_ptr<T>();
+            // Each Python float becomes the tensor's dtype where it meets a tensor.
+            const T decay = static_cast<T>(1 - options.lr * options.weight_decay);
+            const T beta1 = static_cast<T>(options.beta1), one_minus_beta1 = static_cast<T>(1 - options.beta1);
+            const T beta2 = static_cast<T>(options.beta2), one_minus_beta2 = static_cast<T>(1 - options.beta2);
+            const T bc2_sqrt = static_cast<T>(bias_correction2_sqrt);
+            const T eps = static_cast<T>(options.eps);
+            const T neg_step = static_cast<T>(-step_size);
+            parallel_for(0, p.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+                for (int64_t j = b; j < e; ++j) {
+                    pp[j] = pp[j] * decay;                                // param.mul_(1 - lr * wd)
+                    m[j] = m[j] * beta1 + pg[j] * one_minus_beta1;        // exp_avg.mul_(b1).add_(g, alpha=1-b1)
+                    v[j] = v[j] * beta2 + (pg[j] * pg[j]) * one_minus_beta2; // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
+                    T denom = std::sqrt(v[j]) / bc2_sqrt + eps;          // (v.sqrt() / bc2_sqrt).add_(eps)
+                    pp[j] = pp[j] + neg_step * (m[j] / denom);           // param.addcdiv_(m, denom, -step_size)
+                }
+            });
+        });
+        internal::bump_version(p);
+    }
+}
+
+nn::StateDict AdamW::state_dict() const {
+    nn::StateDict state;
+    state.insert("step", scalar_tensor(step_));
+    for (size_t i = 0; i < params_.size(); ++i) {
+        state.insert(std::to_string(i) + ".exp_avg", exp_avg_[i]);
+        state.insert(std::to_string(i) + ".exp_avg_sq", exp_avg_sq_[i]);
+    }
+    return state;
+}
+
+void AdamW::load_state_dict(const nn::StateDict& state) {
+    if (!state.contains("step")) fail<ValueError>("AdamW", "state has no \"step\"");
+    int64_t step = state.at("step").item<int64_t>();
+    std::vector<Tensor> m, v;
+    for (size_t i = 0; i < params_.size(); ++i) {
+        m.push_back(state_tensor(state, std::to_string(i) + ".exp_avg", params_[i], "AdamW"));
+        v.push_back(state_tensor(state, std::to_string(i) + ".exp_avg_sq", params_[i], "AdamW"));
+    }
+    step_ = step;
+    exp_avg_ = std::move(m);
+    exp_avg_sq_ = std::move(v);
+}
+
+// ---- clip_grad_norm_ ---------------------------------------------------------------------------------
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
+    if (!(norm_type == 2.0 || std::isinf(norm_type)))
+        fail<ValueError>("clip_grad_norm_", "norm_type must be 2 or infinity, got ", norm_type);
+    if (!(max_norm >= 0)) fail<ValueError>("clip_grad_norm_", "max_norm must be non-negative, got ", max_norm);
+    NoGradGuard no_grad;
+    // total = || (||g_1||, ||g_2||, ...) ||, which for the 2-norm is the
+    // 2-norm of all gradient elements together.
+    double total = 0;
+    for (const Tensor& p : params) {
+        if (!p.grad().defined()) continue;
+        Tensor g = p.grad().to(kFloat64);
+        double norm = std::isinf(norm_type) ? max(abs(g)).item<double>() : std::sqrt(sum(g * g).item<double>());
+        total = std::isinf(norm_type) ? std::max(total, norm) : total + norm * norm;
+    }
+    if (!std::isinf(norm_type)) total = std::sqrt(total);
+    // PyTorch multiplies every gradient by min(1, max_norm / (total + 1e-6)).
+    double coef = std::min(1.0, max_norm / (total + 1e-6));
+    for (const Tensor& p : params)
+        if (p.grad().defined()) p.grad().mul_(coef);
+    return total;
+}
+
+} // namespace ember::optim

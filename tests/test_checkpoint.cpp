@@ -1,0 +1,150 @@
+// Checkpoints (nn/checkpoint.h): files written by the PyTorch-side writer
+// load into ember; ember writes the canonical layout byte for byte; round
+// trips; every kind of corrupt file is refused and leaves the model as it was;
+// a failed save leaves the previous file intact.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "check.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+namespace {
+
+const std::string kDir = EMBER_FIXTURE_DIR;
+
+std::string read_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+}
+
+// A fresh scratch path per test.
+std::string scratch(const std::string& name) { return "ember_test_" + name + ".safetensors"; }
+
+nn::GPTConfig tiny() {
+    return {.vocab_size = 20, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 2, .dropout = 0.0};
+}
+
+} // namespace
+
+TEST_CASE("a GPT written by PyTorch-side tooling loads into ember and computes the same logits", "[checkpoint]") {
+    manual_seed(999); // different weights than the file's
+    nn::GPT model(tiny());
+    nn::Metadata meta;
+    nn::load(model, kDir + "/gpt_tiny.safetensors", &meta);
+    CHECK(meta["format"] == "pt");
+    model.eval();
+    const Fixtures& f = fixtures("gpt");
+    require_close(model.forward(f.tensor("safetensors.idx")), f.tensor("safetensors.logits"), {1e-5, 1e-5});
+}
+
+TEST_CASE("ember writes the canonical safetensors layout byte for byte", "[checkpoint]") {
+    const Fixtures& f = fixtures("gpt");
+    nn::StateDict dict;
+    for (const char* name : {"w", "b", "idx", "mask", "empty"}) dict.insert(name, f.tensor(std::string("canonical.") + name));
+    std::string path = scratch("canonical");
+    nn::save_safetensors(dict, path, {{"vocab", "ab\n\"c\xc3\xa9"}, {"step", "7"}});
+    CHECK(read_bytes(path) == read_bytes(kDir + "/canonical.safetensors"));
+    nn::Metadata meta;
+    nn::StateDict back = nn::load_safetensors(kDir + "/canonical.safetensors", &meta);
+    CHECK(meta["vocab"] == "ab\n\"c\xc3\xa9");
+    for (const auto& [name, t] : dict) require_equal(back.at(name), t, name);
+    std::remove(path.c_str());
+}
+
+TEST_CASE("a model saved and loaded again is the same model", "[checkpoint]") {
+    manual_seed(1);
+    nn::GPT a(tiny());
+    std::string path = scratch("round_trip");
+    nn::save(a, path, {{"note", "round trip"}});
+    manual_seed(2);
+    nn::GPT b(tiny());
+    nn::load(b, path);
+    for (const auto& [name, t] : a.state_dict()) require_equal(b.state_dict().at(name), t, name);
+    std::remove(path.c_str());
+    std::ifstream tmp(path + ".tmp");
+    CHECK_FALSE(tmp.good()); // the temporary file was renamed away
+}
+
+TEST_CASE("corrupt or mismatched files are refused and the model is left untouched", "[checkpoint][errors]") {
+    manual_seed(3);
+    nn::GPT model(tiny());
+    nn::StateDict before = model.state_dict();
+    std::vector<Tensor> copies;
+    for (const auto& [name, t] : before) copies.push_back(t.clone());
+    const std::string good = read_bytes(kDir + "/gpt_tiny.safetensors");
+    uint64_t header_len = 0;
+    std::memcpy(&header_len, good.data(), 8);
+    std::string header = good.substr(8, header_len);
+    auto with_header = [&](std::string h) {
+        while ((8 + h.size()) % 8) h += ' ';
+        uint64_t n = h.size();
+        return std::string(reinterpret_cast<const char*>(&n), 8) + h + good.substr(8 + header_len);
+    };
+    auto replace = [](std::string s, const std::string& from, const std::string& to) {
+        size_t at = s.find(from);
+        REQUIRE(at != std::string::npos);
+        return s.replace(at, from.size(), to);
+    };
+    const std::vector<std::pair<std::string, std::string>> files = {
+        {"empty", ""},
+        {"short", good.substr(0, 5)},
+        {"truncated data", good.substr(0, good.size() - 100)},
+        {"truncated header", good.substr(0, 8 + header_len / 2)},
+        {"header length too large", std::string("\xff\xff\xff\xff\x00\x00\x00\x00", 8) + good.substr(8)},
+        {"not json", with_header("{\"a\": [1, 2}")},
+        {"not an object", with_header("[1, 2, 3]")},
+        {"unknown dtype", with_header(replace(header, "\"F32\"", "\"F16\""))},
+        {"wrong byte count", with_header(replace(header, "\"shape\":[20,16]", "\"shape\":[20,15]"))},
+        {"trailing bytes", good + std::string(4, '\0')},
+        {"duplicate key", with_header(replace(header, "{", "{\"ln_f.bias\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},"))},
+    };
+    for (const auto& [what, bytes] : files) {
+        DYNAMIC_SECTION(what) {
+            std::string path = scratch("corrupt");
+            write_bytes(path, bytes);
+            CHECK_THROWS_AS(nn::load(model, path), nn::CheckpointError);
+            std::remove(path.c_str());
+            size_t i = 0;
+            for (const auto& [name, t] : model.state_dict()) require_equal(t, copies[i++], name + " is untouched");
+        }
+    }
+    SECTION("a file of another model: missing and unexpected keys, mismatched shapes") {
+        std::string path = scratch("other_model");
+        nn::save(nn::Linear(16, 20), path);
+        CHECK_THROWS_AS(nn::load(model, path), ValueError);
+        CHECK_THROWS_WITH(nn::load(model, path), Catch::Contains("missing keys") && Catch::Contains("lm_head.weight") &&
+                                                     Catch::Contains("unexpected keys"));
+        nn::GPT wider({.vocab_size = 21, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 2});
+        nn::save(wider, path);
+        CHECK_THROWS_WITH(nn::load(model, path), Catch::Contains("size mismatch") && Catch::Contains("(21,16)"));
+        std::remove(path.c_str());
+        size_t i = 0;
+        for (const auto& [name, t] : model.state_dict()) require_equal(t, copies[i++], name + " is untouched");
+    }
+    CHECK_THROWS_WITH(nn::load(model, "no/such/file.safetensors"), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("a save that cannot complete leaves the previous file intact", "[checkpoint][errors]") {
+    std::string path = scratch("keep");
+    nn::save(nn::Linear(2, 2), path);
+    std::string before = read_bytes(path);
+    // The temporary file cannot be created inside a path that is a file.
+    CHECK_THROWS_AS(nn::save(nn::Linear(2, 2), path + "/inside"), nn::CheckpointError);
+    // A tensor name that cannot be written is refused before anything is.
+    nn::StateDict reserved;
+    reserved.insert("__metadata__", ones({1}));
+    CHECK_THROWS_AS(nn::save_safetensors(reserved, path), nn::CheckpointError);
+    CHECK(read_bytes(path) == before);
+    std::remove(path.c_str());
+}

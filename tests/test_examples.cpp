@@ -1,0 +1,84 @@
+// The attention_* examples print what their notebooks' code prints in
+// PyTorch (tests/fixtures/fx_examples.py holds the PyTorch twins; with the
+// notebooks' seeds, that is the notebooks' numbers): the same text, and the
+// same numbers to the last printed digit.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <memory>
+
+#include "check.h"
+
+using namespace ember::testing;
+
+namespace {
+
+// Compares two printouts: numbers must agree to within one unit of the last
+// digit PyTorch printed (kernels may sum in another order and round the last
+// printed digit the other way), everything else character for character.
+// Returns the byte offset of the first difference, or npos.
+size_t first_difference(const std::string& got, const std::string& expected) {
+    auto number_at = [](const std::string& s, size_t i) {
+        return std::isdigit(static_cast<unsigned char>(s[i])) ||
+               (s[i] == '-' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])));
+    };
+    size_t i = 0, j = 0;
+    while (i < got.size() && j < expected.size()) {
+        if (number_at(got, i) && number_at(expected, j)) {
+            char* end_g;
+            char* end_e;
+            double g = std::strtod(got.c_str() + i, &end_g);
+            double e = std::strtod(expected.c_str() + j, &end_e);
+            std::string text(expected.c_str() + j, static_cast<size_t>(end_e - (expected.c_str() + j)));
+            // One unit of the last printed digit: 1e-4 for "0.1234", 1e-6 for "5.4878e-02".
+            size_t dot = text.find('.'), exp = text.find_first_of("eE");
+            size_t digits = dot == std::string::npos ? 0 : (exp == std::string::npos ? text.size() : exp) - dot - 1;
+            double unit = std::pow(10.0, -static_cast<double>(digits));
+            if (exp != std::string::npos) unit *= std::pow(10.0, std::stod(text.substr(exp + 1)));
+            if (std::abs(g - e) > 1.01 * unit) return i;
+            i = static_cast<size_t>(end_g - got.c_str());
+            j = static_cast<size_t>(end_e - expected.c_str());
+            continue;
+        }
+        if (got[i] != expected[j]) return i;
+        ++i;
+        ++j;
+    }
+    return i == got.size() && j == expected.size() ? std::string::npos : i;
+}
+
+// Runs a program and returns its standard output.
+std::string run(const std::string& path) {
+    std::string out;
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(path.c_str(), "r"), pclose);
+    REQUIRE(pipe);
+    std::array<char, 4096> buffer;
+    size_t n;
+    while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) out.append(buffer.data(), n);
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("the attention examples print their notebooks' numbers", "[examples]") {
+    for (const char* name : {"attention_averaging", "attention_single_head", "attention_multihead", "attention_batched",
+                             "attention_causal_dropout"}) {
+        DYNAMIC_SECTION(name) {
+            std::string got = run(std::string(EMBER_EXAMPLES_DIR) + "/" + name);
+            std::string expected = fixtures("examples").text(std::string("output.") + name);
+            size_t at = first_difference(got, expected);
+            if (at != std::string::npos) {
+                size_t line_start = got.rfind('\n', at == 0 ? 0 : at - 1);
+                line_start = line_start == std::string::npos ? 0 : line_start + 1;
+                INFO("first difference at byte " << at << " of ember's output, in the line\n"
+                                                 << got.substr(line_start, got.find('\n', at) - line_start)
+                                                 << "\nPyTorch printed:\n" << expected);
+                CHECK(at == std::string::npos);
+            }
+        }
+    }
+}

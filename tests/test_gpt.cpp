@@ -1,0 +1,133 @@
+// Block and GPT (nn/gpt.h) against the lecture's gpt.py in PyTorch: the same
+// parameters to the bit for the same seed (also at the lecture's 10.8M-
+// parameter size), the same logits, loss and gradient of every parameter,
+// the same losses over 10 AdamW steps, and the same sampled tokens.
+#include <catch2/catch.hpp>
+
+#include "check.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+namespace {
+
+nn::GPTConfig tiny(double dropout, bool batched) {
+    return nn::GPTConfig{.vocab_size = 20, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 2,
+                         .dropout = dropout, .batched_attention = batched};
+}
+
+// The digest tests/fixtures/fx_gpt.py computes: sum of bits * (i * 2654435761 + 1) mod 2^64.
+int64_t digest(const Tensor& t) {
+    Tensor c = t.detach().contiguous();
+    const auto* bits = reinterpret_cast<const uint32_t*>(c.data_ptr<float>());
+    uint64_t total = 0;
+    for (int64_t i = 0; i < c.numel(); ++i) total += uint64_t{bits[i]} * (static_cast<uint64_t>(i) * 2654435761ull + 1);
+    return static_cast<int64_t>(total);
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+    std::string s;
+    for (const auto& n : names) s += (s.empty() ? "" : "\n") + n;
+    return s;
+}
+
+void check_gpt(const std::string& name, const nn::GPTConfig& config) {
+    const Fixtures& f = fixtures("gpt");
+    INFO("GPT case " << name);
+    const int64_t seed = f.tensor(name + ".seed").item<int64_t>();
+    manual_seed(static_cast<uint64_t>(seed));
+    nn::GPT model(config);
+    for (const auto& [pname, p] : model.named_parameters())
+        require_equal(p.detach(), f.tensor(name + ".param." + pname), "initial " + pname);
+
+    // One forward and backward, with PyTorch's dropout masks.
+    manual_seed(static_cast<uint64_t>(seed + 1000));
+    model.train();
+    nn::GPTOutput out = model.forward(f.tensor(name + ".idx"), f.tensor(name + ".targets"));
+    require_close(out.logits, f.tensor(name + ".logits"), {1e-5, 1e-5}, "logits");
+    require_close(out.loss, f.tensor(name + ".loss"), {1e-6, 1e-6}, "loss");
+    out.loss.backward();
+    for (const auto& [pname, p] : model.named_parameters())
+        require_close(p.grad(), f.tensor(name + ".grad." + pname), {1e-4, 1e-6}, "gradient of " + pname);
+
+    // Ten AdamW steps on the fixture's batches.
+    model.zero_grad();
+    optim::AdamW opt(model.parameters(), {.lr = 1e-2});
+    manual_seed(static_cast<uint64_t>(seed + 2000));
+    std::vector<double> losses;
+    for (int step = 0; step < 10; ++step) {
+        Tensor xb = f.tensor(name + ".batch" + std::to_string(step));
+        Tensor yb = cat({xb.slice(1, 1), xb.slice(1, 0, 1)}, 1); // torch.roll(xb, -1, 1)
+        Tensor loss = model.forward(xb, yb).loss;
+        losses.push_back(loss.item());
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+    }
+    require_close(from_vector(losses, {}, kFloat64), f.tensor(name + ".adamw_losses"), {1e-5, 1e-6}, "AdamW losses");
+}
+
+} // namespace
+
+TEST_CASE("a 2-layer GPT (list of heads, dropout) matches gpt.py in PyTorch", "[gpt]") {
+    check_gpt("gpt", tiny(0.1, false));
+}
+
+TEST_CASE("a 2-layer GPT with batched attention matches its PyTorch twin", "[gpt]") {
+    check_gpt("gpt_batched", tiny(0.0, true));
+}
+
+TEST_CASE("the lecture's 10.8M-parameter GPT is built with PyTorch's parameters, bit for bit", "[gpt]") {
+    const Fixtures& f = fixtures("gpt");
+    manual_seed(1337);
+    nn::GPT big({.vocab_size = 65, .block_size = 256, .n_embd = 384, .n_head = 6, .n_layer = 6, .dropout = 0.2});
+    CHECK(big.num_parameters() == f.tensor("lecture.num_parameters").item<int64_t>());
+    std::vector<std::string> names, keys;
+    for (const auto& [pname, p] : big.named_parameters()) {
+        names.push_back(pname);
+        INFO("parameter " << pname);
+        CHECK(digest(p) == f.tensor("lecture.digest." + pname).item<int64_t>());
+    }
+    for (const auto& [key, t] : big.state_dict()) keys.push_back(key);
+    CHECK(join_names(names) == f.text("lecture.names"));
+    CHECK(join_names(keys) == f.text("lecture.state_dict_keys"));
+}
+
+TEST_CASE("generate samples PyTorch's tokens for the same seed", "[gpt][generate]") {
+    const Fixtures& f = fixtures("gpt");
+    manual_seed(11);
+    nn::GPT model(tiny(0.0, false));
+    model.eval();
+    manual_seed(42);
+    require_equal(model.generate(zeros({1, 1}, kInt64), 30), f.tensor("generate.plain"), "plain sampling");
+    require_equal(model.generate(zeros({2, 1}, kInt64), 20, 0.8, 5), f.tensor("generate.topk"),
+                  "temperature 0.8, top-k 5");
+}
+
+TEST_CASE("GPT prints as PyTorch prints gpt.py's model", "[gpt][repr]") {
+    CHECK(nn::GPT(tiny(0.1, false)).repr() == fixtures("gpt").text("repr.tiny"));
+}
+
+TEST_CASE("a freshly built GPT starts near loss ln(vocab_size)", "[gpt]") {
+    manual_seed(0);
+    nn::GPT model(tiny(0.0, false));
+    Tensor idx = randint(0, 20, {8, 8});
+    double loss = model.forward(idx, randint(0, 20, {8, 8})).loss.item();
+    CHECK(loss == Approx(std::log(20.0)).margin(0.1));
+}
+
+TEST_CASE("GPT rejects inputs it cannot take", "[gpt][errors]") {
+    manual_seed(0);
+    nn::GPT model(tiny(0.0, false));
+    CHECK_THROWS_WITH(model.forward(zeros({2, 9}, kInt64), Tensor()),
+                      Catch::Contains("[GPT]") && Catch::Contains("T=9") && Catch::Contains("block_size=8"));
+    CHECK_THROWS_AS(model.forward(zeros({2, 4}), Tensor()), ShapeError);
+    CHECK_THROWS_AS(model.forward(zeros({2, 4}, kInt64), zeros({2, 3}, kInt64)), ShapeError);
+    CHECK_THROWS_AS(model.forward(full({1, 2}, 20, kInt64), Tensor()), IndexError);
+    CHECK_THROWS_AS(model.generate(zeros({1, 1}, kInt64), 3, 0.0), ValueError);
+    CHECK_THROWS_AS(model.generate(zeros({1, 1}, kInt64), 3, 1.0, 0), ValueError);
+    CHECK_THROWS_AS(model.generate(zeros({1, 0}, kInt64), 3), ShapeError);
+    CHECK_THROWS_AS(nn::Block(10, 3, 8, 0.0), ValueError);
+    // generate crops long contexts to block_size instead of failing.
+    CHECK(model.generate(zeros({1, 12}, kInt64), 2).shape() == Shape{1, 14});
+}

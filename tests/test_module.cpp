@@ -1,0 +1,133 @@
+// The module system (nn/module.h): registration, PyTorch's dotted names and
+// order, buffers, train/eval, zero_grad, apply, to(dtype), state_dict and
+// load_state_dict, ModuleList and Sequential, and a module defined here, in
+// user code, the way the built-in ones are.
+#include <catch2/catch.hpp>
+
+#include "check.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+namespace {
+
+// A user-defined layer: y = scale * tanh(x @ W^T), with a buffer counting calls.
+class ScaledTanh : public nn::Module {
+public:
+    ScaledTanh(int64_t in, int64_t out) : Module("ScaledTanh") {
+        proj = register_module("proj", std::make_shared<nn::Linear>(in, out, false));
+        scale = register_parameter("scale", ones({out}));
+        calls = register_buffer("calls", zeros({}, kInt64));
+        scratch = register_buffer("scratch", zeros({1}), /*persistent=*/false);
+    }
+    Tensor forward(const Tensor& x) override {
+        {
+            NoGradGuard no_grad;
+            calls.add_(1);
+        }
+        return tanh(proj->forward(x)) * scale;
+    }
+    std::string extra_repr() const override { return "scaled"; }
+
+    std::shared_ptr<nn::Linear> proj;
+    Tensor scale, calls, scratch;
+};
+
+} // namespace
+
+TEST_CASE("parameters get PyTorch's dotted names in registration order", "[module]") {
+    nn::MultiHeadAttention mha(2, 4, 8, 8, 0.1);
+    std::vector<std::string> names;
+    for (const auto& [name, p] : mha.named_parameters()) names.push_back(name);
+    CHECK(names == std::vector<std::string>{"heads.0.key.weight", "heads.0.query.weight", "heads.0.value.weight",
+                                            "heads.1.key.weight", "heads.1.query.weight", "heads.1.value.weight",
+                                            "proj.weight", "proj.bias"});
+    CHECK(mha.num_parameters() == 6 * 4 * 8 + 8 * 8 + 8);
+    std::vector<std::string> keys;
+    for (const auto& [name, t] : mha.state_dict()) keys.push_back(name);
+    // PyTorch: each module's parameters, then its buffers, then its children's.
+    CHECK(keys.front() == "heads.0.tril");
+    CHECK(keys[1] == "heads.0.key.weight");
+    CHECK(mha.named_buffers().size() == 2);
+}
+
+TEST_CASE("a module defined in user code works like a built-in one", "[module]") {
+    manual_seed(0);
+    ScaledTanh m(3, 2);
+    std::vector<std::string> names;
+    for (const auto& [name, p] : m.named_parameters()) names.push_back(name);
+    CHECK(names == std::vector<std::string>{"scale", "proj.weight"});
+    Tensor x = randn({4, 3});
+    Tensor y = m(x);
+    CHECK(y.shape() == Shape{4, 2});
+    CHECK(m.calls.item<int64_t>() == 1);
+    sum(y).backward();
+    CHECK(m.scale.grad().defined());
+    CHECK(m.proj->weight.grad().defined());
+    m.zero_grad();
+    CHECK_FALSE(m.scale.grad().defined());
+    // The non-persistent buffer stays out of state_dict.
+    nn::StateDict sd = m.state_dict();
+    CHECK(sd.contains("calls"));
+    CHECK_FALSE(sd.contains("scratch"));
+    CHECK(m.repr() == "ScaledTanh(\n  scaled\n  (proj): Linear(in_features=3, out_features=2, bias=False)\n)");
+    auto x64 = randn({2, 3}, kFloat64).requires_grad_();
+    m.to(kFloat64);
+    CHECK(m.scale.dtype() == kFloat64); // the member handle sees the conversion
+    CHECK(gradcheck([&](const std::vector<Tensor>& in) { return m(in[0]); }, {x64}));
+}
+
+TEST_CASE("train() and eval() reach every submodule", "[module]") {
+    nn::GPT gpt({.vocab_size = 5, .block_size = 4, .n_embd = 8, .n_head = 2, .n_layer = 2, .dropout = 0.5});
+    gpt.eval();
+    for (const auto& [name, m] : gpt.named_modules()) {
+        INFO(name);
+        CHECK_FALSE(m->is_training());
+    }
+    gpt.train();
+    for (const auto& [name, m] : gpt.named_modules()) CHECK(m->is_training());
+}
+
+TEST_CASE("apply visits children before parents, in registration order", "[module]") {
+    nn::Sequential seq({std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
+                            std::make_shared<nn::Dropout>(0.1)})});
+    std::vector<std::string> order;
+    seq.apply([&](nn::Module& m) { order.push_back(m.type_name()); });
+    CHECK(order == std::vector<std::string>{"Linear", "ReLU", "Dropout", "Sequential", "Sequential"});
+    CHECK(seq.at<nn::Linear>(0)->out_features == 2);
+    CHECK_THROWS_AS(seq.at<nn::Linear>(1), ValueError);
+    CHECK_THROWS_AS(seq[5], IndexError);
+}
+
+TEST_CASE("load_state_dict copies by name, and checks everything first", "[module]") {
+    manual_seed(1);
+    nn::Linear a(3, 2), b(3, 2);
+    b.load_state_dict(a.state_dict());
+    require_equal(b.weight.detach(), a.weight.detach());
+    CHECK(b.weight.requires_grad()); // still a parameter
+    nn::StateDict partial;
+    partial.insert("weight", zeros({2, 3}));
+    CHECK_THROWS_WITH(b.load_state_dict(partial), Catch::Contains("missing keys: bias"));
+    require_equal(b.weight.detach(), a.weight.detach()); // untouched by the failed load
+    b.load_state_dict(partial, /*strict=*/false);
+    require_equal(b.weight.detach(), zeros({2, 3}));
+    nn::StateDict wrong;
+    wrong.insert("weight", zeros({3, 3}));
+    wrong.insert("bias", zeros({2}));
+    CHECK_THROWS_AS(b.load_state_dict(wrong), ShapeError);
+}
+
+TEST_CASE("registration refuses bad and duplicate names", "[module][errors]") {
+    class Bad : public nn::Module {
+    public:
+        Bad() : Module("Bad") {}
+        void add(const std::string& name) { register_parameter(name, zeros({1})); }
+    };
+    Bad bad;
+    bad.add("w");
+    CHECK_THROWS_AS(bad.add("w"), ValueError);
+    CHECK_THROWS_AS(bad.add("a.b"), ValueError);
+    CHECK_THROWS_AS(bad.add(""), ValueError);
+    CHECK_THROWS_WITH(nn::ModuleList()(ones({1})), Catch::Contains("[ModuleList]") && Catch::Contains("forward"));
+}

@@ -1,0 +1,111 @@
+// Optimisers (nn/optim.h): SGD (momentum, Nesterov, weight decay) and AdamW
+// step for step against torch.optim; clip_grad_norm_ against PyTorch's;
+// saving and restoring state continues a run exactly; errors.
+#include <catch2/catch.hpp>
+
+#include "check.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+namespace {
+
+// Five steps of `make(params)` on the fixture's least-squares problem;
+// compares the final weight and bias with PyTorch's.
+void check_steps(const std::string& name, const std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>& make) {
+    const Fixtures& f = fixtures("gpt");
+    nn::Linear lin(3, 2);
+    {
+        NoGradGuard no_grad;
+        lin.weight.copy_(f.tensor("optim." + name + ".w0"));
+        lin.bias.copy_(f.tensor("optim." + name + ".b0"));
+    }
+    Tensor x = f.tensor("optim." + name + ".x"), y = f.tensor("optim." + name + ".y");
+    auto opt = make(lin.parameters());
+    for (int step = 0; step < 5; ++step) {
+        opt->zero_grad();
+        mean(pow(lin(x) - y, 2)).backward();
+        opt->step();
+    }
+    require_close(lin.weight.detach(), f.tensor("optim." + name + ".w5"), {1e-5, 1e-6}, name + " weight");
+    require_close(lin.bias.detach(), f.tensor("optim." + name + ".b5"), {1e-5, 1e-6}, name + " bias");
+}
+
+} // namespace
+
+TEST_CASE("SGD and AdamW update parameters as torch.optim does", "[optim]") {
+    check_steps("sgd", [](std::vector<Tensor> p) {
+        return std::make_unique<optim::SGD>(p, optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01});
+    });
+    check_steps("sgd_nesterov", [](std::vector<Tensor> p) {
+        return std::make_unique<optim::SGD>(p, optim::SGDOptions{.lr = 0.05, .momentum = 0.5, .nesterov = true});
+    });
+    check_steps("adamw", [](std::vector<Tensor> p) {
+        return std::make_unique<optim::AdamW>(
+            p, optim::AdamWOptions{.lr = 0.1, .beta1 = 0.8, .beta2 = 0.9, .weight_decay = 0.1});
+    });
+}
+
+TEST_CASE("AdamW's defaults are PyTorch's", "[optim]") {
+    optim::AdamWOptions o;
+    CHECK(o.lr == 1e-3);
+    CHECK(o.beta1 == 0.9);
+    CHECK(o.beta2 == 0.999);
+    CHECK(o.eps == 1e-8);
+    CHECK(o.weight_decay == 1e-2);
+}
+
+TEST_CASE("clip_grad_norm_ scales all gradients together, as PyTorch", "[optim]") {
+    const Fixtures& f = fixtures("gpt");
+    Tensor p1 = zeros({3}).requires_grad_(), p2 = zeros({2, 2}).requires_grad_();
+    p1.set_grad(f.tensor("clip.g1"));
+    p2.set_grad(f.tensor("clip.g2"));
+    double total = optim::clip_grad_norm_({p1, p2}, 1.5);
+    CHECK(total == Approx(f.tensor("clip.total").item<double>()).epsilon(1e-6));
+    require_close(p1.grad(), f.tensor("clip.g1_after"), {1e-6, 1e-7});
+    require_close(p2.grad(), f.tensor("clip.g2_after"), {1e-6, 1e-7});
+    // Below the limit, gradients are left as they are.
+    Tensor p3 = zeros({2}).requires_grad_();
+    p3.set_grad(tensor({0.3f, 0.4f}));
+    CHECK(optim::clip_grad_norm_({p3}, 1.0) == Approx(0.5));
+    require_close(p3.grad(), tensor({0.3f, 0.4f}), {1e-6, 0});
+}
+
+TEST_CASE("an optimiser's saved state continues a run exactly", "[optim]") {
+    auto run = [](int steps_before, bool restore) {
+        manual_seed(5);
+        nn::Linear lin(4, 3);
+        Tensor x = randn({6, 4}), y = randn({6, 3});
+        optim::AdamW opt(lin.parameters(), {.lr = 0.05});
+        auto step = [&](optim::AdamW& o) {
+            o.zero_grad();
+            mean(pow(lin(x) - y, 2)).backward();
+            o.step();
+        };
+        for (int i = 0; i < steps_before; ++i) step(opt);
+        if (restore) {
+            optim::AdamW fresh(lin.parameters(), {.lr = 0.05});
+            fresh.load_state_dict(opt.state_dict());
+            for (int i = steps_before; i < 6; ++i) step(fresh);
+        } else {
+            for (int i = steps_before; i < 6; ++i) step(opt);
+        }
+        return lin.weight.detach().clone();
+    };
+    require_equal(run(3, true), run(3, false));
+}
+
+TEST_CASE("optimisers reject bad settings and parameters", "[optim][errors]") {
+    Tensor p = zeros({2}).requires_grad_();
+    CHECK_THROWS_AS(optim::SGD({}, {}), ValueError);
+    CHECK_THROWS_AS(optim::SGD({p}, {.lr = -1}), ValueError);
+    CHECK_THROWS_AS(optim::SGD({p}, {.nesterov = true}), ValueError);
+    CHECK_THROWS_AS(optim::AdamW({p}, {.beta1 = 1.0}), ValueError);
+    CHECK_THROWS_WITH(optim::AdamW({p * 2}), Catch::Contains("[AdamW]") && Catch::Contains("leaf"));
+    CHECK_THROWS_AS(optim::clip_grad_norm_({p}, 1.0, 1.0), ValueError);
+    optim::AdamW opt({p});
+    nn::StateDict bad;
+    CHECK_THROWS_AS(opt.load_state_dict(bad), ValueError);
+    opt.step(); // no gradient yet: nothing happens
+    require_equal(p.detach(), zeros({2}));
+}
