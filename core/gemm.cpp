@@ -31,25 +31,31 @@ static void gemm_reference_impl(MatrixRef<const T> a, MatrixRef<const T> b, Matr
         }
 }
 
-// Small products: no packing, rows of C in i-k-j order (contiguous inner loop
-// when B has unit column stride). Like every path here, each C element is
+// Small products: rows of C in i-k-j order, the inner loop over a contiguous
+// row of B (copied row-major first if it is not). Like every path here, each C element is
 // summed in increasing k from its start value, in T: the paths agree bit for
 // bit with each other and with gemm_reference.
 template <typename T>
 static void gemm_small(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool accumulate,
                        int64_t row_begin, int64_t row_end) {
     const int64_t n = c.cols, kk = a.cols;
+    // The inner loop wants B's rows contiguous. A Linear layer's x @ W^T reads
+    // B = W^T with a large column stride: copy B row-major first (k*n values,
+    // small next to the m*n*k multiply-adds).
+    std::vector<T> packed;
+    if (b.col_stride != 1) {
+        packed.resize(static_cast<size_t>(kk * n));
+        for (int64_t k = 0; k < kk; ++k)
+            for (int64_t j = 0; j < n; ++j) packed[k * n + j] = b.at(k, j);
+        b = MatrixRef<const T>{packed.data(), kk, n, n, 1};
+    }
     std::vector<T> row(n);
     for (int64_t i = row_begin; i < row_end; ++i) {
         for (int64_t j = 0; j < n; ++j) row[j] = accumulate ? c.at(i, j) : T(0);
         for (int64_t k = 0; k < kk; ++k) {
             const T aik = a.at(i, k);
             const T* brow = &b.at(k, 0);
-            if (b.col_stride == 1) {
-                for (int64_t j = 0; j < n; ++j) row[j] += aik * brow[j];
-            } else {
-                for (int64_t j = 0; j < n; ++j) row[j] += aik * brow[j * b.col_stride];
-            }
+            for (int64_t j = 0; j < n; ++j) row[j] += aik * brow[j];
         }
         for (int64_t j = 0; j < n; ++j) c.at(i, j) = row[j];
     }

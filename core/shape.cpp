@@ -45,24 +45,18 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     return out;
 }
 
-static bool shape_numel_is_zero(const Shape& shape) {
-    for (int64_t s : shape)
-        if (s == 0) return true;
-    return false;
-}
-
 void check_sizes(const Shape& shape, const char* op) {
     // Guard the product too: an element count (times 8 bytes, the largest
     // element) that overflows would wrap around and allocate a tiny buffer.
+    // The non-zero sizes are bounded even when another size is 0, since the
+    // strides are their products.
     constexpr int64_t limit = std::numeric_limits<int64_t>::max() / 8;
     for (int64_t s : shape)
         if (s < 0) fail<ValueError>(op, "negative size in shape ", shape);
     int64_t n = 1;
     for (int64_t s : shape) {
-        if (s != 0 && n > limit / s) {
-            if (shape_numel_is_zero(shape)) return;
-            fail<ValueError>(op, "shape ", shape, " has too many elements");
-        }
+        if (s == 0) continue;
+        if (n > limit / s) fail<ValueError>(op, "shape ", shape, " has too many elements");
         n *= s;
     }
 }

@@ -18,6 +18,9 @@ static void check_input(const char* op, const Tensor& x, int64_t channels, int64
 // ---- Head --------------------------------------------------------------------------------
 
 Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, double p) : Module("Head") {
+    if (n_embd < 1 || head_size < 1 || block_size < 1)
+        fail<ValueError>("Head", "n_embd, head_size and block_size must be positive, got ", n_embd, ", ", head_size, ", ",
+                         block_size);
     // Registration order is PyTorch's, so the same seed draws the same weights.
     key = register_module("key", std::make_shared<Linear>(n_embd, head_size, false));
     query = register_module("query", std::make_shared<Linear>(n_embd, head_size, false));
@@ -48,7 +51,9 @@ Tensor Head::forward(const Tensor& x) {
 MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t head_size, int64_t n_embd, int64_t block_size,
                                        double p)
     : Module("MultiHeadAttention") {
-    if (num_heads < 1) fail<ValueError>("MultiHeadAttention", "num_heads must be at least 1, got ", num_heads);
+    if (num_heads < 1 || head_size < 1)
+        fail<ValueError>("MultiHeadAttention", "num_heads and head_size must be positive, got ", num_heads, " and ",
+                         head_size);
     heads = register_module("heads", std::make_shared<ModuleList>());
     for (int64_t h = 0; h < num_heads; ++h) heads->push_back(std::make_shared<Head>(n_embd, head_size, block_size, p));
     proj = register_module("proj", std::make_shared<Linear>(head_size * num_heads, n_embd));

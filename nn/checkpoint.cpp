@@ -7,7 +7,10 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -24,11 +27,37 @@ namespace {
 
 struct Json {
     enum class Kind { Object, Array, String, Integer, Other } kind = Kind::Other;
-    std::vector<std::pair<std::string, Json>> members; // Object, in file order
-    std::vector<Json> items;                           // Array
-    std::string text;                                  // String
-    int64_t integer = 0;                               // Integer
+    std::vector<std::string> keys; // Object: keys and values, in file order
+    std::vector<Json> values;
+    std::vector<Json> items; // Array
+    std::string text;        // String
+    int64_t integer = 0;     // Integer
+    // The value of `key` in an Object, or null.
+    const Json* find(const std::string& key) const {
+        for (size_t i = 0; i < keys.size(); ++i)
+            if (keys[i] == key) return &values[i];
+        return nullptr;
+    }
 };
+
+// Appends the UTF-8 encoding of a code point.
+void append_utf8(std::string& out, unsigned code) {
+    if (code < 0x80) {
+        out += static_cast<char>(code);
+    } else if (code < 0x800) {
+        out += static_cast<char>(0xC0 | (code >> 6));
+        out += static_cast<char>(0x80 | (code & 0x3F));
+    } else if (code < 0x10000) {
+        out += static_cast<char>(0xE0 | (code >> 12));
+        out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (code & 0x3F));
+    } else {
+        out += static_cast<char>(0xF0 | (code >> 18));
+        out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (code & 0x3F));
+    }
+}
 
 class JsonReader {
 public:
@@ -69,13 +98,14 @@ private:
                 ++pos_;
                 return v;
             }
+            std::set<std::string> seen;
             while (true) {
                 if (peek() != '"') error("expected a key");
                 std::string key = string();
-                for (const auto& m : v.members)
-                    if (m.first == key) error("duplicate key \"" + key + "\"");
+                if (!seen.insert(key).second) error("duplicate key \"" + key + "\"");
                 expect(':');
-                v.members.emplace_back(key, parse(depth + 1));
+                v.keys.push_back(key);
+                v.values.push_back(parse(depth + 1));
                 if (peek() == ',') {
                     ++pos_;
                     continue;
@@ -115,22 +145,48 @@ private:
         error("unexpected character");
     }
 
+    // JSON's number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
     Json number() {
+        auto digits = [&] {
+            size_t from = pos_;
+            while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+            return pos_ - from;
+        };
         size_t start = pos_;
         if (s_[pos_] == '-') ++pos_;
-        while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+        size_t int_start = pos_;
+        size_t int_digits = digits();
+        if (int_digits == 0) error("bad number");
+        if (int_digits > 1 && s_[int_start] == '0') error("a number with a leading zero");
         bool integral = true;
-        while (pos_ < s_.size() && std::strchr(".eE+-0123456789", s_[pos_])) {
-            integral = false;
+        if (pos_ < s_.size() && s_[pos_] == '.') {
             ++pos_;
+            if (digits() == 0) error("bad number");
+            integral = false;
+        }
+        if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+            ++pos_;
+            if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+            if (digits() == 0) error("bad number");
+            integral = false;
         }
         Json v;
-        std::string digits = s_.substr(start, pos_ - start);
-        if (integral && digits != "-" && digits.size() <= 18) {
+        if (integral && int_digits <= 18) { // fits int64 whatever the digits
             v.kind = Json::Kind::Integer;
-            v.integer = std::stoll(digits);
+            v.integer = std::stoll(s_.substr(start, pos_ - start));
         }
-        return v; // other numbers (fractions, huge) are never valid in a safetensors header
+        return v; // fractions and huge numbers are never valid in a safetensors header
+    }
+
+    unsigned hex4() {
+        if (pos_ + 4 > s_.size()) error("short \\u escape");
+        unsigned code = 0;
+        for (int i = 0; i < 4; ++i) {
+            char h = s_[pos_++];
+            if (!std::isxdigit(static_cast<unsigned char>(h))) error("bad \\u escape");
+            code = code * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
+        }
+        return code;
     }
 
     std::string string() {
@@ -157,24 +213,18 @@ private:
             case 'r': out += '\r'; break;
             case 't': out += '\t'; break;
             case 'u': {
-                if (pos_ + 4 > s_.size()) error("short \\u escape");
-                unsigned code = 0;
-                for (int i = 0; i < 4; ++i) {
-                    char h = s_[pos_++];
-                    if (!std::isxdigit(static_cast<unsigned char>(h))) error("bad \\u escape");
-                    code = code * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
+                unsigned code = hex4();
+                // A character beyond U+FFFF comes as a surrogate pair: \\uD83D\\uDE00.
+                if (code >= 0xD800 && code < 0xDC00) {
+                    if (s_.compare(pos_, 2, "\\u") != 0) error("lone high surrogate");
+                    pos_ += 2;
+                    unsigned low = hex4();
+                    if (low < 0xDC00 || low >= 0xE000) error("bad low surrogate");
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                } else if (code >= 0xDC00 && code < 0xE000) {
+                    error("lone low surrogate");
                 }
-                // UTF-8 of a code point below 0x10000 (surrogate pairs are not needed for tensor names).
-                if (code < 0x80) {
-                    out += static_cast<char>(code);
-                } else if (code < 0x800) {
-                    out += static_cast<char>(0xC0 | (code >> 6));
-                    out += static_cast<char>(0x80 | (code & 0x3F));
-                } else {
-                    out += static_cast<char>(0xE0 | (code >> 12));
-                    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-                    out += static_cast<char>(0x80 | (code & 0x3F));
-                }
+                append_utf8(out, code);
                 break;
             }
             default: error("unknown escape");
@@ -259,6 +309,7 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
     uint64_t offset = 0;
     for (const auto& [name, t] : tensors) {
         if (name == "__metadata__") fail<CheckpointError>("save_safetensors", "\"__metadata__\" is reserved");
+        if (!t.defined()) fail<CheckpointError>("save_safetensors", "tensor \"", name, "\" is undefined");
         Tensor c = internal::contiguous_data(t.detach());
         uint64_t nbytes = static_cast<uint64_t>(c.numel()) * element_size(c.dtype());
         std::string shape;
@@ -279,11 +330,15 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
     // Pad with spaces so that the data starts at a multiple of 8.
     while ((8 + header.size()) % 8 != 0) header += ' ';
 
-    // Write everything to a temporary file, flush it to disk, and only then
-    // rename it over `path`: the old file stays intact until the new one is whole.
-    const std::string tmp = path + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) fail<CheckpointError>("save_safetensors", "cannot create ", tmp, ": ", std::strerror(errno));
+    // Write everything to a new temporary file beside `path` (a unique name:
+    // no other file is touched, and two saves cannot mix), flush it to disk,
+    // and only then rename it over `path`: the old file stays intact until
+    // the new one is whole.
+    std::string tmp = path + ".tmp.XXXXXX";
+    int fd = ::mkstemp(tmp.data());
+    if (fd < 0) fail<CheckpointError>("save_safetensors", "cannot create a temporary file beside ", path, ": ",
+                                      std::strerror(errno));
+    ::fchmod(fd, 0644); // mkstemp's 0600 would hide the checkpoint from other users
     auto write_all = [&](const void* bytes, size_t n) {
         const char* p = static_cast<const char*>(bytes);
         while (n > 0) {
@@ -313,10 +368,23 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
 
 // ---- loading ---------------------------------------------------------------------------------
 
-StateDict load_safetensors(const std::string& path, Metadata* metadata) {
+// The whole file, or a CheckpointError (a directory, an unreadable file,
+// one too large for memory).
+std::string read_file(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        fail<CheckpointError>("load_safetensors", "cannot open ", path, ": not a regular file");
     std::ifstream file(path, std::ios::binary);
     if (!file) fail<CheckpointError>("load_safetensors", "cannot open ", path, ": ", std::strerror(errno));
-    std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    try {
+        return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    } catch (const std::exception& e) {
+        fail<CheckpointError>("load_safetensors", "cannot read ", path, ": ", e.what());
+    }
+}
+
+StateDict load_safetensors(const std::string& path, Metadata* metadata) {
+    const std::string bytes = read_file(path);
     auto bad = [&path](const std::string& what) { corrupt(path, what); };
 
     if (bytes.size() < 8) bad("truncated: " + std::to_string(bytes.size()) + " bytes, too short for a header length");
@@ -340,21 +408,24 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
     };
     std::vector<Entry> entries;
     Metadata meta;
-    for (const auto& [name, value] : root.members) {
+    for (size_t i = 0; i < root.keys.size(); ++i) {
+        const std::string& name = root.keys[i];
+        const Json& value = root.values[i];
         if (name == "__metadata__") {
             if (value.kind != Json::Kind::Object) bad("__metadata__ is not an object");
-            for (const auto& [k, v] : value.members) {
-                if (v.kind != Json::Kind::String) bad("__metadata__ value \"" + k + "\" is not a string");
-                meta[k] = v.text;
+            for (size_t m = 0; m < value.keys.size(); ++m) {
+                if (value.values[m].kind != Json::Kind::String)
+                    bad("__metadata__ value \"" + value.keys[m] + "\" is not a string");
+                meta[value.keys[m]] = value.values[m].text;
             }
             continue;
         }
-        auto field = [&](const char* key) -> const Json& {
-            for (const auto& [k, v] : value.members)
-                if (k == key) return v;
-            corrupt(path, "tensor \"" + name + "\" has no \"" + key + "\"");
-        };
         if (value.kind != Json::Kind::Object) bad("tensor \"" + name + "\" is not described by an object");
+        auto field = [&value, &name, &path](const char* key) -> const Json& {
+            const Json* found = value.find(key);
+            if (!found) corrupt(path, "tensor \"" + name + "\" has no \"" + key + "\"");
+            return *found;
+        };
         Entry e{name, DType::Float32, {}, 0, 0};
         const Json& dtype = field("dtype");
         if (dtype.kind != Json::Kind::String || !dtype_from_name(dtype.text, e.dtype))
@@ -362,12 +433,19 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
                 ", which ember does not support (F32, F64, I64, BOOL)");
         const Json& shape = field("shape");
         if (shape.kind != Json::Kind::Array) bad("tensor \"" + name + "\" has no shape list");
-        uint64_t numel = 1;
+        // The product of the non-zero sizes is bounded even when a size is 0:
+        // the strides are products of sizes and must not overflow.
+        uint64_t numel = 1, nonzero = 1;
         for (const Json& s : shape.items) {
             if (s.kind != Json::Kind::Integer || s.integer < 0) bad("tensor \"" + name + "\" has a bad size in its shape");
             e.shape.push_back(s.integer);
-            if (s.integer != 0 && numel > (uint64_t{1} << 40) / static_cast<uint64_t>(s.integer))
+            if (s.integer == 0) {
+                numel = 0;
+                continue;
+            }
+            if (nonzero > (uint64_t{1} << 40) / static_cast<uint64_t>(s.integer))
                 bad("tensor \"" + name + "\" is impossibly large");
+            nonzero *= static_cast<uint64_t>(s.integer);
             numel *= static_cast<uint64_t>(s.integer);
         }
         const Json& offsets = field("data_offsets");

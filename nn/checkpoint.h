@@ -27,7 +27,7 @@ public:
 
 using Metadata = std::map<std::string, std::string>;
 
-// Writes to `path + ".tmp"`, flushes it to disk, then renames it over `path`.
+// Writes to a temporary file beside `path`, flushes it to disk, then renames it over `path`.
 void save_safetensors(const StateDict& tensors, const std::string& path, const Metadata& metadata = {});
 // Reads and validates a whole file; `metadata`, if given, receives "__metadata__".
 StateDict load_safetensors(const std::string& path, Metadata* metadata = nullptr);

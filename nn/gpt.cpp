@@ -9,8 +9,12 @@
 namespace ember::nn {
 
 Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout, bool batched) : Module("Block") {
-    if (n_head < 1 || n_embd % n_head != 0)
-        fail<ValueError>("Block", "n_embd=", n_embd, " must be divisible by n_head=", n_head);
+    // The list of heads needs only head_size = n_embd / n_head >= 1 (its
+    // projection maps n_head * head_size back to n_embd, as the lecture's);
+    // batched heads split the channels exactly, so they need divisibility.
+    if (n_head < 1 || n_embd / n_head < 1 || (batched && n_embd % n_head != 0))
+        fail<ValueError>("Block", "n_embd=", n_embd, " does not split into n_head=", n_head, " heads",
+                         batched ? " (batched heads need n_embd divisible by n_head)" : "");
     const int64_t head_size = n_embd / n_head;
     if (batched) {
         sa = register_module("sa", std::make_shared<BatchedMultiHeadAttention>(AttentionConfig{
@@ -62,8 +66,9 @@ GPT::GPT(const GPTConfig& c) : Module("GPT"), config(c) {
 }
 
 GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) {
-    if (idx.dim() != 2 || idx.dtype() != kInt64)
-        fail<ShapeError>("GPT", "idx must be (B,T) int64 token ids, got ", dtype_name(idx.dtype()), " ", idx.shape());
+    if (idx.dtype() != kInt64)
+        fail<DTypeError>("GPT", "idx must hold int64 token ids, got ", dtype_name(idx.dtype()), " ", idx.shape());
+    if (idx.dim() != 2) fail<ShapeError>("GPT", "idx must be (B,T), got ", idx.shape());
     const int64_t B = idx.size(0), T = idx.size(1);
     if (T > config.block_size)
         fail<ShapeError>("GPT", "sequence length T=", T, " exceeds block_size=", config.block_size, " (idx ", idx.shape(),
@@ -82,28 +87,29 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) {
     return {logits, loss};
 }
 
-Tensor GPT::generate(Tensor idx, int64_t max_new_tokens, double temperature, std::optional<int64_t> top_k,
-                     Generator* generator) {
+Tensor generate(Module& model, int64_t block_size, Tensor idx, int64_t max_new_tokens, double temperature,
+                std::optional<int64_t> top_k, Generator* generator) {
     if (!(temperature > 0)) fail<ValueError>("generate", "temperature must be positive, got ", temperature);
     if (top_k && *top_k < 1) fail<ValueError>("generate", "top_k must be at least 1, got ", *top_k);
     if (max_new_tokens < 0) fail<ValueError>("generate", "max_new_tokens must be non-negative, got ", max_new_tokens);
+    if (block_size < 1) fail<ValueError>("generate", "block_size must be positive, got ", block_size);
     if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) < 1)
         fail<ShapeError>("generate", "idx must be (B,T) int64 with T >= 1, got ", dtype_name(idx.dtype()), " ",
                          idx.shape());
     NoGradGuard no_grad;
     for (int64_t i = 0; i < max_new_tokens; ++i) {
         // Crop the context to the last block_size tokens.
-        Tensor idx_cond = idx.slice(1, -config.block_size);
-        Tensor logits = forward(idx_cond, Tensor()).logits.select(1, -1); // (B,V): the last position
+        Tensor idx_cond = idx.slice(1, -block_size);
+        Tensor logits = model.forward(idx_cond).select(1, -1); // (B,V): the last position
         logits = logits / temperature;
         if (top_k) {
             // Keep the k largest logits of each row; the rest can never be drawn.
             Tensor kth = topk(logits, std::min(*top_k, logits.size(-1))).values.slice(1, -1); // (B,1)
             logits = logits.masked_fill(logits < kth, -INFINITY);
         }
-        Tensor probs = softmax(logits, -1);                                  // (B,V)
+        Tensor probs = softmax(logits, -1);                                    // (B,V)
         Tensor next = multinomial(probs, 1, /*replacement=*/false, generator); // (B,1)
-        idx = cat({idx, next}, 1);                                           // (B,T+1)
+        idx = cat({idx, next}, 1);                                             // (B,T+1)
     }
     return idx;
 }

@@ -42,6 +42,15 @@ struct GPTConfig {
     bool gpt_init = true;
 };
 
+// Extends each row of idx (B,T) by max_new_tokens tokens sampled from any
+// model whose forward maps (B,T) ids to (B,T,V) logits: the logits of the
+// last position (the context cropped to block_size), divided by temperature,
+// restricted to the top_k most likely when given, softmaxed and sampled with
+// multinomial, exactly as nanoGPT draws with PyTorch. Records no graph and
+// leaves the model's mode alone (call eval() first to turn dropout off).
+Tensor generate(Module& model, int64_t block_size, Tensor idx, int64_t max_new_tokens, double temperature = 1.0,
+                std::optional<int64_t> top_k = std::nullopt, Generator* generator = nullptr);
+
 struct GPTOutput {
     Tensor logits; // (B,T,vocab_size)
     Tensor loss;   // mean cross-entropy against the targets; undefined without targets
@@ -54,14 +63,11 @@ public:
     GPTOutput forward(const Tensor& idx, const Tensor& targets);
     Tensor forward(const Tensor& idx) override { return forward(idx, Tensor()).logits; }
 
-    // Extends each row of idx (B,T) by max_new_tokens sampled tokens: the
-    // logits of the last position (cropped to block_size of context),
-    // divided by temperature, restricted to the top_k most likely when
-    // given, softmaxed and sampled with multinomial, exactly as PyTorch
-    // draws. Runs without recording a graph; it does not change the mode
-    // (call eval() first to turn dropout off, as nanoGPT does).
+    // nn::generate with this model and its block_size.
     Tensor generate(Tensor idx, int64_t max_new_tokens, double temperature = 1.0,
-                    std::optional<int64_t> top_k = std::nullopt, Generator* generator = nullptr);
+                    std::optional<int64_t> top_k = std::nullopt, Generator* generator = nullptr) {
+        return nn::generate(*this, config.block_size, std::move(idx), max_new_tokens, temperature, top_k, generator);
+    }
 
     const GPTConfig config;
     std::shared_ptr<Embedding> token_embedding_table, position_embedding_table;

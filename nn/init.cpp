@@ -17,6 +17,7 @@ int64_t fan_in(const Tensor& tensor) {
 }
 
 void kaiming_uniform_(const Tensor& tensor, double a, Generator* generator) {
+    if (tensor.numel() == 0) return; // PyTorch: nothing to draw (and fan_in may be 0)
     const double gain = std::sqrt(2.0 / (1.0 + a * a)); // calculate_gain('leaky_relu', a)
     const double std = gain / std::sqrt(static_cast<double>(fan_in(tensor)));
     const double bound = std::sqrt(3.0) * std;

@@ -35,6 +35,10 @@ std::string Embedding::extra_repr() const {
 }
 
 LayerNorm::LayerNorm(Shape shape, double eps_, bool affine) : Module("LayerNorm"), normalized_shape(shape), eps(eps_) {
+    if (shape.empty()) fail<ValueError>("LayerNorm", "normalized_shape must not be empty");
+    for (int64_t s : shape)
+        if (s < 0) fail<ValueError>("LayerNorm", "normalized_shape ", shape, " has a negative size");
+    if (!(eps >= 0)) fail<ValueError>("LayerNorm", "eps must be non-negative, got ", eps);
     if (affine) {
         weight = register_parameter("weight", ones(shape));
         bias = register_parameter("bias", zeros(shape));

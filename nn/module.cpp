@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <ostream>
 #include <set>
+#include <unordered_map>
 #include <sstream>
 
 #include "../core/autograd.h"
@@ -13,18 +14,16 @@ namespace ember::nn {
 // ---- StateDict ------------------------------------------------------------------------
 
 void StateDict::insert(const std::string& name, const Tensor& tensor) {
-    if (contains(name)) fail<ValueError>("StateDict", "duplicate key \"", name, "\"");
+    if (!index_.emplace(name, items_.size()).second) fail<ValueError>("StateDict", "duplicate key \"", name, "\"");
     items_.emplace_back(name, tensor);
 }
 
-bool StateDict::contains(const std::string& name) const {
-    return std::any_of(items_.begin(), items_.end(), [&](const auto& item) { return item.first == name; });
-}
+bool StateDict::contains(const std::string& name) const { return index_.count(name) > 0; }
 
 const Tensor& StateDict::at(const std::string& name) const {
-    for (const auto& [key, value] : items_)
-        if (key == name) return value;
-    fail<ValueError>("StateDict", "no key \"", name, "\"");
+    auto it = index_.find(name);
+    if (it == index_.end()) fail<ValueError>("StateDict", "no key \"", name, "\"");
+    return items_[it->second].second;
 }
 
 // ---- registration ------------------------------------------------------------------------
@@ -71,12 +70,15 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
 // ---- traversal -------------------------------------------------------------------------------
 
 std::vector<std::pair<std::string, Module*>> Module::named_modules() {
-    // Pre-order: this module, then each child's subtree, in registration order.
+    // Pre-order: this module, then each child's subtree, in registration
+    // order; a module registered twice is listed once, as in PyTorch.
     std::vector<std::pair<std::string, Module*>> out;
+    std::set<const Module*> seen;
     std::vector<std::pair<std::string, Module*>> stack{{"", this}};
     while (!stack.empty()) {
         auto [prefix, module] = stack.back();
         stack.pop_back();
+        if (!seen.insert(module).second) continue;
         out.emplace_back(prefix, module);
         const auto& children = module->children_;
         for (auto it = children.rbegin(); it != children.rend(); ++it)
@@ -125,23 +127,33 @@ void Module::zero_grad() {
 }
 
 void Module::apply(const std::function<void(Module&)>& fn) {
-    for (auto& [name, child] : children_) child->apply(fn);
-    fn(*this);
+    // Children first, then this module; a module registered in several
+    // places is visited once (an initialiser must not draw for it twice).
+    std::set<const Module*> seen;
+    std::function<void(Module&)> visit = [&](Module& m) {
+        if (!seen.insert(&m).second) return;
+        for (auto& [name, child] : m.children_) visit(*child);
+        fn(m);
+    };
+    visit(*this);
 }
 
 void Module::to(DType dtype) {
+    if (!is_floating(dtype))
+        fail<DTypeError>("Module.to", type_name_, ": only floating dtypes (float32, float64), got ", dtype_name(dtype));
     // Rewrites each tensor's TensorImpl in place, so every handle to it (the
-    // layer's `weight` member, an outside reference) sees the new dtype.
+    // layer's `weight` member, an outside reference, an optimiser) sees the
+    // new dtype. An accumulated gradient is converted along with it.
     NoGradGuard no_grad;
     auto convert = [dtype](const Tensor& t) {
         if (!t.is_floating_point() || t.dtype() == dtype) return;
         Tensor converted = t.detach().to(dtype).contiguous();
         TensorImpl* impl = t.impl();
+        if (impl->grad) impl->grad = Tensor(impl->grad).to(dtype).contiguous().impl_ptr();
         impl->storage = converted.storage();
         impl->dtype = dtype;
         impl->strides = converted.strides();
         impl->offset = converted.storage_offset();
-        impl->grad = nullptr;
     };
     for (const auto& [prefix, module] : named_modules()) {
         for (auto& [name, p] : module->parameters_) convert(p);
@@ -186,6 +198,11 @@ void Module::load_state_dict(const StateDict& dict, bool strict) {
     };
     if (!mismatched.empty())
         fail<ShapeError>("load_state_dict", type_name_, ": size mismatch for ", list(mismatched));
+    for (const auto& [name, t] : own)
+        for (int64_t d = 0; d < t.dim(); ++d)
+            if (t.strides()[d] == 0 && t.shape()[d] > 1)
+                fail<ValueError>("load_state_dict", type_name_, ": ", name, " is an expanded tensor of shape ", t.shape(),
+                                 " and cannot be written in place");
     if (strict && (!missing.empty() || !unexpected.empty()))
         fail<ValueError>("load_state_dict", type_name_, ":", missing.empty() ? "" : " missing keys: " + list(missing),
                          missing.empty() || unexpected.empty() ? "" : ";",

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <unordered_map>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -33,6 +34,7 @@ public:
 
 private:
     std::vector<std::pair<std::string, Tensor>> items_;
+    std::unordered_map<std::string, size_t> index_; // name -> position in items_
 };
 
 class Module {

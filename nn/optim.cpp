@@ -86,10 +86,16 @@ nn::StateDict SGD::state_dict() const {
 
 void SGD::load_state_dict(const nn::StateDict& state) {
     std::vector<Tensor> buffers(params_.size());
+    size_t used = 0;
     for (size_t i = 0; i < params_.size(); ++i) {
         std::string name = std::to_string(i) + ".momentum_buffer";
-        if (state.contains(name)) buffers[i] = state_tensor(state, name, params_[i], "SGD");
+        if (!state.contains(name)) continue;
+        buffers[i] = state_tensor(state, name, params_[i], "SGD");
+        ++used;
     }
+    if (used != state.size())
+        fail<ValueError>("SGD", "the state has ", state.size() - used, " entries that match none of its ", params_.size(),
+                         " parameters");
     momentum_buffer_ = std::move(buffers);
 }
 
@@ -101,29 +107,34 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o) : Optimizer(std::move(p
         fail<ValueError>("AdamW", "lr, eps and weight_decay must be non-negative");
     if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1))
         fail<ValueError>("AdamW", "betas must be in [0, 1), got ", o.beta1, " and ", o.beta2);
-    for (const Tensor& p : params_) {
-        exp_avg_.push_back(zeros_like(p));
-        exp_avg_sq_.push_back(zeros_like(p));
-    }
+    state_.resize(params_.size());
 }
 
 void AdamW::step() {
     NoGradGuard no_grad;
-    ++step_;
-    // The step's scalars, in double as PyTorch's Python computes them.
-    const double bias_correction1 = 1 - std::pow(options.beta1, static_cast<double>(step_));
-    const double bias_correction2 = 1 - std::pow(options.beta2, static_cast<double>(step_));
-    const double step_size = options.lr / bias_correction1;
-    const double bias_correction2_sqrt = std::sqrt(bias_correction2);
     for (size_t i = 0; i < params_.size(); ++i) {
         const Tensor& p = params_[i];
         if (!p.grad().defined()) continue;
+        State& s = state_[i];
+        if (!s.exp_avg.defined()) {
+            s.exp_avg = zeros_like(p);
+            s.exp_avg_sq = zeros_like(p);
+        } else if (s.exp_avg.dtype() != p.dtype()) { // the module was converted since
+            s.exp_avg = s.exp_avg.to(p.dtype());
+            s.exp_avg_sq = s.exp_avg_sq.to(p.dtype());
+        }
+        ++s.step;
+        // The step's scalars, in double as PyTorch's Python computes them.
+        const double bias_correction1 = 1 - std::pow(options.beta1, static_cast<double>(s.step));
+        const double bias_correction2 = 1 - std::pow(options.beta2, static_cast<double>(s.step));
+        const double step_size = options.lr / bias_correction1;
+        const double bias_correction2_sqrt = std::sqrt(bias_correction2);
         Tensor g = grad_of(p);
         dispatch_floating(p.dtype(), "AdamW", [&]<typename T>(TypeTag<T>) {
             T* pp = p.data_ptr<T>();
             const T* pg = g.data_ptr<T>();
-            T* m = exp_avg_[i].data_ptr<T>();
-            T* v = exp_avg_sq_[i].data_ptr<T>();
+            T* m = s.exp_avg.data_ptr<T>();
+            T* v = s.exp_avg_sq.data_ptr<T>();
             // Each Python float becomes the tensor's dtype where it meets a tensor.
             const T decay = static_cast<T>(1 - options.lr * options.weight_decay);
             const T beta1 = static_cast<T>(options.beta1), one_minus_beta1 = static_cast<T>(1 - options.beta1);
@@ -133,11 +144,11 @@ void AdamW::step() {
             const T neg_step = static_cast<T>(-step_size);
             parallel_for(0, p.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
                 for (int64_t j = b; j < e; ++j) {
-                    pp[j] = pp[j] * decay;                                // param.mul_(1 - lr * wd)
-                    m[j] = m[j] * beta1 + pg[j] * one_minus_beta1;        // exp_avg.mul_(b1).add_(g, alpha=1-b1)
+                    pp[j] = pp[j] * decay;                                   // param.mul_(1 - lr * wd)
+                    m[j] = m[j] * beta1 + pg[j] * one_minus_beta1;           // exp_avg.mul_(b1).add_(g, alpha=1-b1)
                     v[j] = v[j] * beta2 + (pg[j] * pg[j]) * one_minus_beta2; // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
-                    T denom = std::sqrt(v[j]) / bc2_sqrt + eps;          // (v.sqrt() / bc2_sqrt).add_(eps)
-                    pp[j] = pp[j] + neg_step * (m[j] / denom);           // param.addcdiv_(m, denom, -step_size)
+                    T denom = std::sqrt(v[j]) / bc2_sqrt + eps;              // (v.sqrt() / bc2_sqrt).add_(eps)
+                    pp[j] = pp[j] + neg_step * (m[j] / denom);               // param.addcdiv_(m, denom, -step_size)
                 }
             });
         });
@@ -147,25 +158,35 @@ void AdamW::step() {
 
 nn::StateDict AdamW::state_dict() const {
     nn::StateDict state;
-    state.insert("step", scalar_tensor(step_));
     for (size_t i = 0; i < params_.size(); ++i) {
-        state.insert(std::to_string(i) + ".exp_avg", exp_avg_[i]);
-        state.insert(std::to_string(i) + ".exp_avg_sq", exp_avg_sq_[i]);
+        if (!state_[i].exp_avg.defined()) continue; // not updated yet: no state, as PyTorch
+        std::string key = std::to_string(i);
+        state.insert(key + ".step", scalar_tensor(state_[i].step));
+        state.insert(key + ".exp_avg", state_[i].exp_avg);
+        state.insert(key + ".exp_avg_sq", state_[i].exp_avg_sq);
     }
     return state;
 }
 
 void AdamW::load_state_dict(const nn::StateDict& state) {
-    if (!state.contains("step")) fail<ValueError>("AdamW", "state has no \"step\"");
-    int64_t step = state.at("step").item<int64_t>();
-    std::vector<Tensor> m, v;
+    // Check everything first: the optimiser keeps its state if anything is wrong.
+    std::vector<State> loaded(params_.size());
+    size_t used = 0;
     for (size_t i = 0; i < params_.size(); ++i) {
-        m.push_back(state_tensor(state, std::to_string(i) + ".exp_avg", params_[i], "AdamW"));
-        v.push_back(state_tensor(state, std::to_string(i) + ".exp_avg_sq", params_[i], "AdamW"));
+        std::string key = std::to_string(i);
+        if (!state.contains(key + ".step")) continue;
+        const Tensor& step = state.at(key + ".step");
+        if (step.numel() != 1 || step.dtype() != kInt64 || step.item<int64_t>() < 0)
+            fail<ValueError>("AdamW", "state \"", key, ".step\" must be one non-negative int64");
+        loaded[i].step = step.item<int64_t>();
+        loaded[i].exp_avg = state_tensor(state, key + ".exp_avg", params_[i], "AdamW");
+        loaded[i].exp_avg_sq = state_tensor(state, key + ".exp_avg_sq", params_[i], "AdamW");
+        used += 3;
     }
-    step_ = step;
-    exp_avg_ = std::move(m);
-    exp_avg_sq_ = std::move(v);
+    if (used != state.size())
+        fail<ValueError>("AdamW", "the state has ", state.size() - used, " entries that match none of its ",
+                         params_.size(), " parameters");
+    state_ = std::move(loaded);
 }
 
 // ---- clip_grad_norm_ ---------------------------------------------------------------------------------
@@ -185,8 +206,10 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
         total = std::isinf(norm_type) ? std::max(total, norm) : total + norm * norm;
     }
     if (!std::isinf(norm_type)) total = std::sqrt(total);
-    // PyTorch multiplies every gradient by min(1, max_norm / (total + 1e-6)).
-    double coef = std::min(1.0, max_norm / (total + 1e-6));
+    // PyTorch multiplies every gradient by min(1, max_norm / (total + 1e-6));
+    // a NaN norm stays NaN (and so do the gradients), as with torch.clamp.
+    double coef = max_norm / (total + 1e-6);
+    if (coef > 1.0) coef = 1.0;
     for (const Tensor& p : params)
         if (p.grad().defined()) p.grad().mul_(coef);
     return total;

@@ -19,6 +19,9 @@ public:
     explicit Optimizer(std::vector<Tensor> params);
     virtual ~Optimizer() = default;
     virtual void step() = 0;
+    // Forgets the gradients (PyTorch's zero_grad(set_to_none=True), the
+    // default from PyTorch 2.0 and what the lecture's gpt.py calls): a
+    // parameter unused by the next loss then gets no update from step().
     void zero_grad();
     const std::vector<Tensor>& params() const { return params_; }
     // The per-parameter state ("0.exp_avg", "step", ...) and its restoration.
@@ -64,6 +67,8 @@ struct AdamWOptions {
 //   p *= 1 - lr * weight_decay
 //   m = beta1 m + (1 - beta1) g          v = beta2 v + (1 - beta2) g^2
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// As in PyTorch, each parameter counts its own steps t, and its state is
+// created at its first step with a gradient (in the parameter's dtype then).
 class AdamW : public Optimizer {
 public:
     AdamW(std::vector<Tensor> params, AdamWOptions options = {});
@@ -73,8 +78,11 @@ public:
     AdamWOptions options;
 
 private:
-    int64_t step_ = 0;
-    std::vector<Tensor> exp_avg_, exp_avg_sq_; // m and v, one per parameter
+    struct State {
+        int64_t step = 0;        // t: this parameter's updates so far
+        Tensor exp_avg, exp_avg_sq; // m and v; undefined before the first update
+    };
+    std::vector<State> state_;
 };
 
 // Scales all gradients together so that their global norm (the norm of the

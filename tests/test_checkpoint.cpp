@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -72,8 +73,8 @@ TEST_CASE("a model saved and loaded again is the same model", "[checkpoint]") {
     nn::load(b, path);
     for (const auto& [name, t] : a.state_dict()) require_equal(b.state_dict().at(name), t, name);
     std::remove(path.c_str());
-    std::ifstream tmp(path + ".tmp");
-    CHECK_FALSE(tmp.good()); // the temporary file was renamed away
+    for (const auto& entry : std::filesystem::directory_iterator("."))
+        CHECK(entry.path().filename().string().rfind(path + ".tmp", 0) != 0); // no temporary file left behind
 }
 
 TEST_CASE("corrupt or mismatched files are refused and the model is left untouched", "[checkpoint][errors]") {
@@ -147,4 +148,28 @@ TEST_CASE("a save that cannot complete leaves the previous file intact", "[check
     CHECK_THROWS_AS(nn::save_safetensors(reserved, path), nn::CheckpointError);
     CHECK(read_bytes(path) == before);
     std::remove(path.c_str());
+}
+
+TEST_CASE("the header reader follows JSON strictly", "[checkpoint][errors]") {
+    auto file_with_header = [](const std::string& header) {
+        std::string h = header;
+        while ((8 + h.size()) % 8) h += ' ';
+        uint64_t n = h.size();
+        std::string path = scratch("json");
+        write_bytes(path, std::string(reinterpret_cast<const char*>(&n), 8) + h);
+        return path;
+    };
+    // A character beyond U+FFFF, as json.dumps writes it by default (a surrogate pair).
+    nn::Metadata meta;
+    nn::load_safetensors(file_with_header("{\"__metadata__\":{\"smile\":\"\\ud83d\\ude00\"}}"), &meta);
+    CHECK(meta["smile"] == "\xf0\x9f\x98\x80");
+    for (const char* bad : {"{\"a\":{\"dtype\":\"F32\",\"shape\":[001],\"data_offsets\":[0,4]}}",
+                            "{\"a\":{\"dtype\":\"F32\",\"shape\":[1-2],\"data_offsets\":[0,4]}}",
+                            "{\"__metadata__\":{\"x\":\"\\ud83d\"}}",
+                            "{\"a\":{\"dtype\":\"F32\",\"shape\":[0,99999999999999999,99999999999999999],\"data_offsets\":[0,0]}}"}) {
+        INFO(bad);
+        CHECK_THROWS_AS(nn::load_safetensors(file_with_header(bad)), nn::CheckpointError);
+    }
+    std::remove(scratch("json").c_str());
+    CHECK_THROWS_WITH(nn::load_safetensors("."), Catch::Contains("not a regular file"));
 }

@@ -121,13 +121,16 @@ TEST_CASE("GPT rejects inputs it cannot take", "[gpt][errors]") {
     nn::GPT model(tiny(0.0, false));
     CHECK_THROWS_WITH(model.forward(zeros({2, 9}, kInt64), Tensor()),
                       Catch::Contains("[GPT]") && Catch::Contains("T=9") && Catch::Contains("block_size=8"));
-    CHECK_THROWS_AS(model.forward(zeros({2, 4}), Tensor()), ShapeError);
+    CHECK_THROWS_AS(model.forward(zeros({2, 4}), Tensor()), DTypeError);
+    CHECK_THROWS_AS(model.forward(zeros({8}, kInt64), Tensor()), ShapeError);
     CHECK_THROWS_AS(model.forward(zeros({2, 4}, kInt64), zeros({2, 3}, kInt64)), ShapeError);
     CHECK_THROWS_AS(model.forward(full({1, 2}, 20, kInt64), Tensor()), IndexError);
     CHECK_THROWS_AS(model.generate(zeros({1, 1}, kInt64), 3, 0.0), ValueError);
     CHECK_THROWS_AS(model.generate(zeros({1, 1}, kInt64), 3, 1.0, 0), ValueError);
     CHECK_THROWS_AS(model.generate(zeros({1, 0}, kInt64), 3), ShapeError);
-    CHECK_THROWS_AS(nn::Block(10, 3, 8, 0.0), ValueError);
+    CHECK_THROWS_AS(nn::Block(10, 3, 8, 0.0, /*batched=*/true), ValueError);
+    CHECK(nn::Block(10, 3, 8, 0.0).named_parameters().size() > 0); // the lecture's heads: 3 of size 3, projected back to 10
+    CHECK_THROWS_AS(nn::Block(2, 3, 8, 0.0), ValueError);
     // generate crops long contexts to block_size instead of failing.
     CHECK(model.generate(zeros({1, 12}, kInt64), 2).shape() == Shape{1, 14});
 }

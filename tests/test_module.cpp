@@ -131,3 +131,29 @@ TEST_CASE("registration refuses bad and duplicate names", "[module][errors]") {
     CHECK_THROWS_AS(bad.add(""), ValueError);
     CHECK_THROWS_WITH(nn::ModuleList()(ones({1})), Catch::Contains("[ModuleList]") && Catch::Contains("forward"));
 }
+
+TEST_CASE("a module registered twice is one module, as in PyTorch", "[module]") {
+    auto shared = std::make_shared<nn::Linear>(2, 2);
+    nn::Sequential seq({shared, shared});
+    std::vector<std::string> visited;
+    seq.apply([&](nn::Module& m) { visited.push_back(m.type_name()); });
+    CHECK(visited == std::vector<std::string>{"Linear", "Sequential"}); // PyTorch's order, h once
+    CHECK(seq.named_modules().size() == 2);
+    CHECK(seq.parameters().size() == 2);
+}
+
+TEST_CASE("to() converts floating parameters and their gradients, and refuses other dtypes", "[module]") {
+    nn::Linear lin(2, 2);
+    sum(lin(ones({1, 2}))).backward();
+    lin.to(kFloat64);
+    CHECK(lin.weight.grad().dtype() == kFloat64); // kept, converted
+    CHECK_THROWS_AS(lin.to(kInt64), DTypeError);
+    CHECK_THROWS_WITH(lin.to(kBool), Catch::Contains("Linear") && Catch::Contains("bool"));
+    CHECK(lin.weight.dtype() == kFloat64);
+}
+
+TEST_CASE("zero-size layers build, as in PyTorch", "[module]") {
+    nn::Linear empty_in(0, 3);
+    CHECK(empty_in.weight.shape() == Shape{3, 0});
+    require_equal(empty_in(zeros({2, 0})), zeros({2, 3}) + empty_in.bias.detach());
+}

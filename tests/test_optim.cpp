@@ -104,8 +104,47 @@ TEST_CASE("optimisers reject bad settings and parameters", "[optim][errors]") {
     CHECK_THROWS_WITH(optim::AdamW({p * 2}), Catch::Contains("[AdamW]") && Catch::Contains("leaf"));
     CHECK_THROWS_AS(optim::clip_grad_norm_({p}, 1.0, 1.0), ValueError);
     optim::AdamW opt({p});
-    nn::StateDict bad;
-    CHECK_THROWS_AS(opt.load_state_dict(bad), ValueError);
+    opt.load_state_dict(nn::StateDict{}); // a fresh optimiser's state: valid
+    nn::StateDict stray;
+    stray.insert("7.exp_avg", zeros({2}));
+    CHECK_THROWS_AS(opt.load_state_dict(stray), ValueError);
+    nn::StateDict negative;
+    negative.insert("0.step", scalar_tensor(-1));
+    negative.insert("0.exp_avg", zeros({2}));
+    negative.insert("0.exp_avg_sq", zeros({2}));
+    CHECK_THROWS_AS(opt.load_state_dict(negative), ValueError);
     opt.step(); // no gradient yet: nothing happens
     require_equal(p.detach(), zeros({2}));
+}
+
+TEST_CASE("AdamW counts steps per parameter, as PyTorch", "[optim]") {
+    // b gets its first gradient at the second step: its bias correction is
+    // that of step 1, not 2. Values from torch.optim.AdamW(lr=0.1).
+    Tensor a = tensor({1.0f, 2.0f}).requires_grad_(), b = tensor({3.0f, -1.0f}).requires_grad_();
+    optim::AdamW opt({a, b}, {.lr = 0.1});
+    a.set_grad(tensor({0.5f, -0.2f}));
+    opt.step();
+    a.set_grad(tensor({0.1f, 0.1f}));
+    b.set_grad(tensor({0.3f, -0.4f}));
+    opt.step();
+    require_close(a.detach(), tensor({0.8177969455718994f, 2.1225357055664062f}), {1e-6, 1e-7});
+    require_close(b.detach(), tensor({2.8970000743865967f, -0.8989999890327454f}), {1e-6, 1e-7});
+}
+
+TEST_CASE("AdamW follows its parameters to another dtype", "[optim]") {
+    manual_seed(0);
+    nn::Linear lin(3, 2);
+    optim::AdamW opt(lin.parameters());
+    lin.to(kFloat64);
+    sum(lin(randn({4, 3}, kFloat64))).backward();
+    CHECK_NOTHROW(opt.step());
+    CHECK(lin.weight.dtype() == kFloat64);
+}
+
+TEST_CASE("clip_grad_norm_ lets a NaN norm poison the gradients, as PyTorch", "[optim]") {
+    Tensor p = zeros({2}).requires_grad_(), q = zeros({2}).requires_grad_();
+    p.set_grad(tensor({NAN, 1.0f}));
+    q.set_grad(tensor({1.0f, 1.0f}));
+    CHECK(std::isnan(optim::clip_grad_norm_({p, q}, 1.0)));
+    CHECK(std::isnan(q.grad().index({0}).item<float>()));
 }
