@@ -1,6 +1,8 @@
-// Matrix-multiply kernels: see gemm.h for the contract.
+// Matrix-multiply kernels: see gemm.h for the contract. This file holds the
+// reference loop, the portable kernels, and the choice between them and the
+// packed AVX2 kernel (gemm_packed.cpp).
 //
-// gemm tiles C into blocks. For each block of kKc consecutive k, the matching
+// The portable blocked kernel tiles C into blocks. For each block of kKc consecutive k, the matching
 // rows of B (kKc x kNc) are packed into a contiguous buffer, and each thread
 // packs its own kMc rows of A; the inner loop then runs over contiguous memory
 // (c_row[j] += a_ik * b_row[j]), which the compiler vectorises. Packing also
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "gemm_packed.h"
 #include "parallel.h"
 
 namespace ember {
@@ -117,7 +120,21 @@ static void gemm_impl(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c
     }
 }
 
+static GemmKernel requested_kernel = GemmKernel::Auto;
+
+void set_gemm_kernel(GemmKernel kernel) { requested_kernel = kernel; }
+
+bool gemm_uses_avx2() { return requested_kernel == GemmKernel::Auto && detail::cpu_has_avx2_fma(); }
+
+// Multiply-adds from which packing pays for itself on the AVX2 path.
+constexpr int64_t kPackedWork = 16 * 16 * 16;
+
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    if (gemm_uses_avx2() && k > 0 && m * n * k >= kPackedWork) {
+        detail::gemm_packed_avx2(a, b, c, accumulate);
+        return;
+    }
     gemm_impl(a, b, c, accumulate);
 }
 void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate) {

@@ -7,6 +7,8 @@
 #include "check.h"
 #include "core/gemm.h"
 
+#include <functional>
+
 using namespace ember;
 using namespace ember::testing;
 
@@ -61,17 +63,21 @@ TEST_CASE("large products through the blocked kernel match PyTorch", "[matmul]")
     require_close(matmul(c.t(), d), fixtures("matmul").tensor("large.transposed.out"), {1e-5, 1e-5});
 }
 
-TEST_CASE("the blocked gemm equals the reference kernel bit for bit", "[matmul][gemm]") {
-    // gemm sums each output in increasing k from its start value, like the
-    // reference loop, so the two must agree exactly on every layout.
-    struct Shape3 {
-        int64_t m, k, n;
-    };
-    const std::vector<Shape3> shapes = {{1, 1, 1},   {1, 7, 1},    {7, 1, 5},    {13, 17, 19}, {64, 64, 64},
-                                        {65, 65, 65}, {97, 300, 31}, {257, 31, 300}, {3, 513, 2}, {300, 2, 1}};
-    for (const Shape3& s : shapes) {
+namespace {
+
+struct Shape3 {
+    int64_t m, k, n;
+};
+const std::vector<Shape3> kAwkwardShapes = {{1, 1, 1},     {1, 7, 1},     {7, 1, 5},     {13, 17, 19}, {64, 64, 64},
+                                           {65, 65, 65},   {97, 300, 31}, {257, 31, 300}, {3, 513, 2},  {300, 2, 1},
+                                           {6, 256, 16},   {7, 257, 17},  {1, 600, 700},  {700, 600, 1}, {200, 9000, 3}};
+
+// Runs gemm and gemm_reference on every layout (A and B transposed or not,
+// read in place) and both accumulate modes; `check` compares the results.
+void compare_with_reference(const std::function<void(const std::vector<float>&, const std::vector<float>&, int64_t)>& check) {
+    for (const Shape3& s : kAwkwardShapes) {
         for (int layout = 0; layout < 4; ++layout) {
-            bool ta = layout & 1, tb = layout & 2; // transposed operands, read in place
+            bool ta = layout & 1, tb = layout & 2;
             DYNAMIC_SECTION(s.m << "x" << s.k << "x" << s.n << (ta ? " A^T" : "") << (tb ? " B^T" : "")) {
                 std::vector<float> a = pattern(s.m * s.k, 1), b = pattern(s.k * s.n, 2);
                 std::vector<float> c(s.m * s.n, 0.5f), ref(s.m * s.n, 0.5f);
@@ -80,11 +86,38 @@ TEST_CASE("the blocked gemm equals the reference kernel bit for bit", "[matmul][
                 for (bool accumulate : {false, true}) {
                     gemm(ma, mb, MatrixRef<float>{c.data(), s.m, s.n, s.n, 1}, accumulate);
                     gemm_reference(ma, mb, MatrixRef<float>{ref.data(), s.m, s.n, s.n, 1}, accumulate);
-                    REQUIRE(c == ref);
+                    check(c, ref, s.k);
                 }
             }
         }
     }
+}
+
+} // namespace
+
+TEST_CASE("the portable gemm equals the reference kernel bit for bit", "[matmul][gemm]") {
+    // It sums each element in increasing k from its start value, rounding
+    // after every multiply and add, exactly like the reference loop.
+    set_gemm_kernel(GemmKernel::Portable);
+    compare_with_reference([](const auto& c, const auto& ref, int64_t) { REQUIRE(c == ref); });
+    set_gemm_kernel(GemmKernel::Auto);
+}
+
+TEST_CASE("the AVX2 gemm agrees with the reference within rounding error", "[matmul][gemm]") {
+    if (!gemm_uses_avx2()) {
+        WARN("this CPU has no AVX2/FMA: the AVX2 kernel is not used here");
+        return;
+    }
+    // The kernel fuses each multiply-add, so each of the k steps can differ
+    // by half an ulp of the running sum: about k * 2^-24 * max|sum| at most.
+    // The pattern's entries are in [-1, 1), so |sums| <= k + 0.5.
+    compare_with_reference([](const auto& c, const auto& ref, int64_t k) {
+        double bound = static_cast<double>(k + 1) * static_cast<double>(k + 1) * 0x1p-24 + 1e-6;
+        double worst = 0;
+        for (size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::abs(double(c[i]) - double(ref[i])));
+        INFO("largest difference " << worst << ", bound " << bound);
+        REQUIRE(worst <= bound);
+    });
 }
 
 TEST_CASE("matmul reads strided and broadcast operands in place", "[matmul]") {

@@ -1,0 +1,161 @@
+// The packed SGEMM driver: blocking, packing and threads around the 6x16
+// micro-kernel (gemm_avx2.cpp). The classic BLIS/GotoBLAS loop nest:
+//
+//   for each block of kNc columns of C (jc):
+//     for each block of kKc values of k (pc):
+//       pack B[pc:+kc, jc:+nc] into panels of 16 columns        (shared, L3)
+//       in parallel, for each work item (a block of kMc rows of C, ic, and a
+//       range of 16-column panels):
+//         pack A[ic:+mc, pc:+kc] into panels of 6 rows           (per thread, L2)
+//         for each 16-column panel (jr), for each 6-row panel (ir):
+//           the micro-kernel: C[ir:+6, jr:+16] += Apanel @ Bpanel (registers)
+//
+// Packing lays each panel out in exactly the order the micro-kernel reads
+// it, whatever the strides of A and B (a transposed operand costs one copy
+// of each block), and pads the last panels with zeros so the kernel never
+// branches. Work items own disjoint tiles of C, and every C element sums its
+// k in the same order whatever the thread count: results do not depend on it.
+// docs/matmul.md explains it with a picture.
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "gemm_packed.h"
+#include "parallel.h"
+
+namespace ember::detail {
+
+namespace {
+
+constexpr int64_t kMr = 6, kNr = 16; // the micro-kernel's tile
+constexpr int64_t kMc = 96;          // rows of A per packed block: 96 x 256 floats = 96 KB (L2)
+constexpr int64_t kKc = 256;         // depth of a block
+constexpr int64_t kNc = 4096;        // columns of B per packed block: 256 x 4096 floats = 4 MB (L3)
+
+// A 64-byte-aligned scratch buffer that grows as needed and is reused, so
+// the hot loop allocates nothing once warm. One per thread (thread_local).
+class Scratch {
+public:
+    float* get(size_t floats) {
+        if (floats > size_) {
+            ::operator delete(data_, std::align_val_t{64});
+            data_ = static_cast<float*>(::operator new(floats * sizeof(float), std::align_val_t{64}));
+            size_ = floats;
+        }
+        return data_;
+    }
+    ~Scratch() { ::operator delete(data_, std::align_val_t{64}); }
+
+private:
+    float* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+// B[pc:pc+kc, jc:jc+nc] as panels of 16 columns: out[panel*kc*16 + p*16 + j].
+void pack_b(MatrixRef<const float> b, int64_t pc, int64_t kc, int64_t jc, int64_t nc, float* out) {
+    for (int64_t panel = 0; panel * kNr < nc; ++panel) {
+        const int64_t j0 = jc + panel * kNr, cols = std::min(kNr, nc - panel * kNr);
+        float* dst = out + panel * kc * kNr;
+        for (int64_t p = 0; p < kc; ++p) {
+            const float* src = &b.at(pc + p, j0);
+            if (b.col_stride == 1 && cols == kNr) {
+                std::memcpy(dst + p * kNr, src, kNr * sizeof(float));
+            } else {
+                for (int64_t j = 0; j < cols; ++j) dst[p * kNr + j] = src[j * b.col_stride];
+                for (int64_t j = cols; j < kNr; ++j) dst[p * kNr + j] = 0.0f;
+            }
+        }
+    }
+}
+
+// A[ic:ic+mc, pc:pc+kc] as panels of 6 rows: out[panel*kc*6 + p*6 + i].
+void pack_a(MatrixRef<const float> a, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float* out) {
+    for (int64_t panel = 0; panel * kMr < mc; ++panel) {
+        const int64_t i0 = ic + panel * kMr, rows = std::min(kMr, mc - panel * kMr);
+        float* dst = out + panel * kc * kMr;
+        for (int64_t p = 0; p < kc; ++p) {
+            for (int64_t i = 0; i < rows; ++i) dst[p * kMr + i] = a.at(i0 + i, pc + p);
+            for (int64_t i = rows; i < kMr; ++i) dst[p * kMr + i] = 0.0f;
+        }
+    }
+}
+
+// One 6x16 tile of C. Full tiles of a row-major C go straight to the kernel;
+// edge tiles (and strided C) go through a local tile, of which only the
+// valid part is read and written back.
+void tile(int64_t kc, const float* ap, const float* bp, MatrixRef<float> c, int64_t i0, int64_t j0, int64_t rows,
+          int64_t cols, bool add) {
+    if (rows == kMr && cols == kNr && c.col_stride == 1) {
+        kernel_6x16_avx2(kc, ap, bp, &c.at(i0, j0), c.row_stride, add);
+        return;
+    }
+    alignas(32) float local[kMr * kNr] = {};
+    if (add)
+        for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) local[i * kNr + j] = c.at(i0 + i, j0 + j);
+    kernel_6x16_avx2(kc, ap, bp, local, kNr, add);
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) c.at(i0 + i, j0 + j) = local[i * kNr + j];
+}
+
+} // namespace
+
+void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    static thread_local Scratch b_scratch;
+    for (int64_t jc = 0; jc < n; jc += kNc) {
+        const int64_t nc = std::min(kNc, n - jc);
+        const int64_t n_panels = (nc + kNr - 1) / kNr;
+        for (int64_t pc = 0; pc < k; pc += kKc) {
+            const int64_t kc = std::min(kKc, k - pc);
+            float* bp = b_scratch.get(static_cast<size_t>(n_panels * kc * kNr));
+            pack_b(b, pc, kc, jc, nc, bp);
+            // The first k block starts C from zero (or from C when
+            // accumulating); later blocks add to what earlier ones left.
+            const bool add = accumulate || pc > 0;
+
+            // Work items: each block of kMc rows, split into `groups` ranges
+            // of B panels when there are fewer row blocks than threads (a
+            // product with few rows still uses every core).
+            const int64_t row_blocks = (m + kMc - 1) / kMc;
+            const int64_t threads = get_num_threads();
+            const int64_t groups = std::min(n_panels, std::max<int64_t>(1, (threads + row_blocks - 1) / row_blocks));
+            const int64_t items = row_blocks * groups;
+            // Enough multiply-adds per item to be worth a thread.
+            const int64_t work_per_item = std::min(kMc, m) * kc * std::max<int64_t>(nc / groups, 1);
+            const int64_t grain = std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(work_per_item, 1));
+            parallel_for(0, items, grain, [&](int64_t begin, int64_t end) {
+                static thread_local Scratch a_scratch;
+                float* ap = a_scratch.get(static_cast<size_t>(((kMc + kMr - 1) / kMr) * kMr * kc));
+                int64_t packed_block = -1;
+                for (int64_t item = begin; item < end; ++item) {
+                    const int64_t rb = item / groups, group = item % groups;
+                    const int64_t ic = rb * kMc, mc = std::min(kMc, m - ic);
+                    if (rb != packed_block) { // consecutive items of one row block share its packing
+                        pack_a(a, ic, mc, pc, kc, ap);
+                        packed_block = rb;
+                    }
+                    const int64_t panel_begin = group * n_panels / groups, panel_end = (group + 1) * n_panels / groups;
+                    for (int64_t jp = panel_begin; jp < panel_end; ++jp) {
+                        const int64_t j0 = jp * kNr, cols = std::min(kNr, nc - j0);
+                        for (int64_t ip = 0; ip * kMr < mc; ++ip) {
+                            const int64_t rows = std::min(kMr, mc - ip * kMr);
+                            tile(kc, ap + ip * kc * kMr, bp + jp * kc * kNr, c, ic + ip * kMr, jc + j0, rows, cols, add);
+                        }
+                    }
+                }
+            });
+        }
+    }
+}
+
+bool cpu_has_avx2_fma() {
+#if defined(__x86_64__) || defined(__i386__)
+    static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return has;
+#else
+    return false;
+#endif
+}
+
+} // namespace ember::detail

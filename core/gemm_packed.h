@@ -1,0 +1,21 @@
+// Private to the gemm files: the packed, AVX2-accelerated SGEMM driver
+// (gemm_packed.cpp) and its micro-kernel (gemm_avx2.cpp). gemm.cpp decides
+// when to call them.
+#pragma once
+
+#include <cstdint>
+
+#include "gemm.h"
+
+namespace ember::detail {
+
+// True when this CPU (checked once, at run time) has AVX2 and FMA.
+bool cpu_has_avx2_fma();
+
+// c (6 x 16, row stride ldc) = (add ? c : 0) + a @ b over kc packed steps.
+void kernel_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool add);
+
+// c = a @ b (+ c when accumulate) with packing and the micro-kernel above.
+void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+
+} // namespace ember::detail
