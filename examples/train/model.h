@@ -1,0 +1,51 @@
+// The models of the "Let's build GPT" lecture, stage by stage, as
+// train_gpt's presets build them. Each maps token ids (B,T) to logits
+// (B,T,V) through forward(), so training, evaluation and sampling treat
+// them alike. The PyTorch twins are in examples/train_gpt.py.
+//
+//   bigram     logits = a (V,V) lookup table: each token predicts the next alone
+//   head       + position embeddings and one self-attention head (hs = n_embd)
+//   multihead  n_head heads of n_embd/n_head, concatenated (no projection yet)
+//   ffwd       + a per-token MLP: Linear(C,C), ReLU
+//   blocks     n_layer residual Blocks of attention (with projection) and a 4x MLP
+//   layernorm  + pre-LayerNorm in each Block and a final one: nn::GPT
+//   lecture    gpt.py at 10.8M parameters, dropout, GPT-2 init: nn::GPT
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ember.h>
+
+namespace train {
+
+enum class Stage { Bigram, Head, MultiHead, FeedForward, Blocks, LayerNorm, GPT };
+
+const char* stage_name(Stage stage);
+Stage stage_from_name(const std::string& name); // throws std::invalid_argument
+
+struct ModelConfig {
+    Stage stage = Stage::GPT;
+    int64_t vocab_size = 65;
+    int64_t block_size = 8;
+    int64_t n_embd = 32;
+    int64_t n_head = 4;
+    int64_t n_layer = 3;
+    double dropout = 0.0;
+    bool gpt_init = false; // gpt.py's _init_weights (the lecture stage uses it)
+};
+
+// Builds the model of config.stage, drawing its weights in the order the
+// lecture's code does.
+std::shared_ptr<ember::nn::Module> make_model(const ModelConfig& config);
+
+// The model's attention heads, grouped by layer: for an attention map.
+// Each group is one layer's heads; entries are Head or BatchedMultiHeadAttention modules.
+std::vector<std::vector<ember::nn::Module*>> attention_layers(ember::nn::Module& model);
+
+// Runs the model on one sequence (1,T) and returns every head's weights:
+// maps[layer][head] is (T,T), row-major. Empty for a model without attention.
+std::vector<std::vector<std::vector<float>>> attention_maps(ember::nn::Module& model, const ember::Tensor& ids);
+
+} // namespace train

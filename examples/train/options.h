@@ -1,0 +1,49 @@
+// train_gpt's command line: presets for the lecture's stages, a flag for
+// every hyperparameter, and the paths. Bad flags are a UsageError, which
+// train_gpt reports with its usage and exit status 2.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "model.h"
+
+namespace train {
+
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Options {
+    std::string preset = "default";
+    std::string data_path; // empty: the generated default corpus
+    ModelConfig model;     // stage and sizes (vocab_size comes from the data)
+    int64_t batch_size = 32;
+    double lr = 1e-3;
+    int64_t max_iters = 1000;
+    int64_t eval_interval = 100;
+    int64_t eval_iters = 20;
+    uint64_t seed = 1337;
+    int threads = 0; // 0: OpenMP's default
+    std::string out_dir = "out";
+    std::string resume;      // checkpoint to continue from
+    std::string sample_only; // checkpoint to sample from, without training
+    int64_t sample_tokens = 500;
+    double temperature = 1.0;
+    int64_t top_k = 0; // 0: no top-k
+    uint64_t sample_seed = 42;
+    std::string attention_map; // SVG to write, if set
+    std::string prompt;        // for the attention map (default: the start of the validation text)
+    std::set<std::string> given; // the flags given on the command line
+};
+
+// Parses argv; throws UsageError with a message naming the bad flag.
+// Returns false if --help was asked for (the usage was printed).
+bool parse_options(int argc, char** argv, Options& options);
+
+std::string usage();
+
+} // namespace train

@@ -1,0 +1,172 @@
+// train_gpt checkpoints: see run_state.h. Layout: tensors "model.*",
+// "optim.*", "rng_state" (the generator's 5056 bytes as int64s), "vocab",
+// "step_losses", "eval_*"; settings in the metadata.
+#include "run_state.h"
+
+#include <cstring>
+
+namespace train {
+
+using namespace ember;
+
+namespace {
+
+const char* kFormat = "ember.train_gpt.v1";
+
+nn::Metadata settings(const RunState& run) {
+    const Options& o = run.options;
+    const ModelConfig& m = o.model;
+    return {{"format", kFormat},
+            {"preset", o.preset},
+            {"stage", stage_name(m.stage)},
+            {"block_size", std::to_string(m.block_size)},
+            {"n_embd", std::to_string(m.n_embd)},
+            {"n_head", std::to_string(m.n_head)},
+            {"n_layer", std::to_string(m.n_layer)},
+            {"dropout", std::to_string(m.dropout)},
+            {"gpt_init", m.gpt_init ? "1" : "0"},
+            {"batch_size", std::to_string(o.batch_size)},
+            {"lr", std::to_string(o.lr)},
+            {"max_iters", std::to_string(o.max_iters)},
+            {"eval_interval", std::to_string(o.eval_interval)},
+            {"eval_iters", std::to_string(o.eval_iters)},
+            {"seed", std::to_string(o.seed)},
+            {"next_step", std::to_string(run.next_step)},
+            {"data", run.data_name},
+            {"data_fingerprint", std::to_string(run.data_fingerprint)}};
+}
+
+[[noreturn]] void bad_file(const std::string& path, const std::string& what) {
+    throw nn::CheckpointError("[train_gpt] " + path + " is not a usable train_gpt checkpoint: " + what);
+}
+
+std::string field(const nn::Metadata& meta, const std::string& path, const std::string& key) {
+    auto it = meta.find(key);
+    if (it == meta.end()) bad_file(path, "no \"" + key + "\" in its metadata");
+    return it->second;
+}
+
+int64_t int_field(const nn::Metadata& meta, const std::string& path, const std::string& key) {
+    try {
+        return std::stoll(field(meta, path, key));
+    } catch (const std::logic_error&) {
+        bad_file(path, "\"" + key + "\" is not a number");
+    }
+}
+
+double real_field(const nn::Metadata& meta, const std::string& path, const std::string& key) {
+    try {
+        return std::stod(field(meta, path, key));
+    } catch (const std::logic_error&) {
+        bad_file(path, "\"" + key + "\" is not a number");
+    }
+}
+
+// The tensors under `prefix`, with the prefix removed.
+nn::StateDict with_prefix(const nn::StateDict& all, const std::string& prefix) {
+    nn::StateDict out;
+    for (const auto& [name, t] : all)
+        if (name.rfind(prefix, 0) == 0) out.insert(name.substr(prefix.size()), t);
+    return out;
+}
+
+} // namespace
+
+void save_run(const std::string& path, const RunState& run, const nn::Module& model, const optim::Optimizer& optimizer) {
+    nn::StateDict all;
+    for (const auto& [name, t] : model.state_dict()) all.insert("model." + name, t);
+    for (const auto& [name, t] : optimizer.state_dict()) all.insert("optim." + name, t);
+    std::vector<uint8_t> rng = default_generator().get_state();
+    std::vector<int64_t> packed((rng.size() + 7) / 8, 0);
+    std::memcpy(packed.data(), rng.data(), rng.size());
+    all.insert("rng_state", from_vector(packed));
+    std::vector<int64_t> vocab;
+    for (char c : run.vocab.chars()) vocab.push_back(static_cast<unsigned char>(c));
+    all.insert("vocab", from_vector(vocab, {static_cast<int64_t>(vocab.size())}, kInt64));
+    all.insert("step_losses", from_vector(run.step_losses, {static_cast<int64_t>(run.step_losses.size())}, kFloat64));
+    std::vector<int64_t> eval_steps;
+    std::vector<double> eval_train, eval_val;
+    for (const EvalRecord& e : run.evals) {
+        eval_steps.push_back(e.step);
+        eval_train.push_back(e.train_loss);
+        eval_val.push_back(e.val_loss);
+    }
+    all.insert("eval_steps", from_vector(eval_steps, {static_cast<int64_t>(eval_steps.size())}, kInt64));
+    all.insert("eval_train", from_vector(eval_train, {static_cast<int64_t>(eval_train.size())}, kFloat64));
+    all.insert("eval_val", from_vector(eval_val, {static_cast<int64_t>(eval_val.size())}, kFloat64));
+    nn::save_safetensors(all, path, settings(run));
+}
+
+RunState read_run(const std::string& path) {
+    nn::Metadata meta;
+    nn::StateDict all = nn::load_safetensors(path, &meta);
+    if (meta["format"] != kFormat) bad_file(path, "it was not written by train_gpt (format \"" + meta["format"] + "\")");
+    RunState run;
+    Options& o = run.options;
+    o.preset = field(meta, path, "preset");
+    try {
+        o.model.stage = stage_from_name(field(meta, path, "stage"));
+    } catch (const std::invalid_argument& e) {
+        bad_file(path, e.what());
+    }
+    o.model.block_size = int_field(meta, path, "block_size");
+    o.model.n_embd = int_field(meta, path, "n_embd");
+    o.model.n_head = int_field(meta, path, "n_head");
+    o.model.n_layer = int_field(meta, path, "n_layer");
+    o.model.dropout = real_field(meta, path, "dropout");
+    o.model.gpt_init = int_field(meta, path, "gpt_init") != 0;
+    o.batch_size = int_field(meta, path, "batch_size");
+    o.lr = real_field(meta, path, "lr");
+    o.max_iters = int_field(meta, path, "max_iters");
+    o.eval_interval = int_field(meta, path, "eval_interval");
+    o.eval_iters = int_field(meta, path, "eval_iters");
+    o.seed = static_cast<uint64_t>(int_field(meta, path, "seed"));
+    run.next_step = int_field(meta, path, "next_step");
+    run.data_name = field(meta, path, "data");
+    run.data_fingerprint = std::stoull(field(meta, path, "data_fingerprint"));
+    for (const char* key : {"vocab", "rng_state", "step_losses", "eval_steps", "eval_train", "eval_val"})
+        if (!all.contains(key)) bad_file(path, std::string("no \"") + key + "\" tensor");
+    std::string chars;
+    Tensor vocab = all.at("vocab");
+    for (int64_t i = 0; i < vocab.numel(); ++i) chars += static_cast<char>(vocab.data_ptr<int64_t>()[i]);
+    try {
+        run.vocab = Vocab::from_chars(chars);
+    } catch (const std::invalid_argument& e) {
+        bad_file(path, e.what());
+    }
+    o.model.vocab_size = run.vocab.size();
+    Tensor losses = all.at("step_losses").contiguous();
+    run.step_losses.assign(losses.data_ptr<double>(), losses.data_ptr<double>() + losses.numel());
+    Tensor steps = all.at("eval_steps"), tr = all.at("eval_train"), va = all.at("eval_val");
+    if (steps.numel() != tr.numel() || steps.numel() != va.numel()) bad_file(path, "its evaluation history is inconsistent");
+    for (int64_t i = 0; i < steps.numel(); ++i)
+        run.evals.push_back({steps.data_ptr<int64_t>()[i], tr.data_ptr<double>()[i], va.data_ptr<double>()[i]});
+    if (run.next_step < 0 || run.next_step != static_cast<int64_t>(run.step_losses.size()))
+        bad_file(path, "its step count and loss history disagree");
+    return run;
+}
+
+void restore_run(const std::string& path, nn::Module& model, optim::Optimizer* optimizer) {
+    nn::StateDict all = nn::load_safetensors(path);
+    // Check all three parts before changing any of them.
+    nn::StateDict model_state = with_prefix(all, "model.");
+    Tensor rng = all.at("rng_state");
+    if (rng.numel() * 8 < 5056) bad_file(path, "its generator state is too short");
+    std::vector<uint8_t> bytes(5056);
+    std::memcpy(bytes.data(), rng.data_ptr<int64_t>(), bytes.size());
+    Generator probe;
+    try {
+        probe.set_state(bytes);
+    } catch (const Error& e) {
+        bad_file(path, e.what());
+    }
+    try {
+        model.load_state_dict(model_state);
+        if (optimizer) optimizer->load_state_dict(with_prefix(all, "optim."));
+    } catch (const Error& e) {
+        bad_file(path, std::string("it does not fit the model: ") + e.what());
+    }
+    default_generator().set_state(bytes);
+}
+
+} // namespace train

@@ -1,0 +1,57 @@
+// The two pictures train_gpt draws, as SVG written by ember itself with only
+// the C++ standard library: a loss curve (the loss of every training step, the
+// train and val loss at eval steps, an optional dashed reference line such as
+// ln(vocab), the loss of a uniform guess) and an attention map (one heatmap per
+// layer and head, labelled with the prompt's characters).
+// Not a plotting library: linear axes, two fixed layouts, no embedded fonts
+// (viewers use DejaVu Sans or their sans-serif). Tests: tests/test_svg.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace train {
+
+// The losses measured at one eval step (each the mean over a few batches).
+struct EvalPoint {
+    int64_t step;
+    double train_loss;
+    double val_loss;
+};
+
+// The loss curve as SVG text. step_losses[i] is the loss of step i; evals may
+// come in any order. Points that are NaN or infinite (or beyond +-1e300) are
+// left out and the line joins their neighbours; with no drawable point at all
+// the axes are drawn empty with a note. A reference that is not finite is
+// left out too. Nothing here is invalid input, so nothing throws.
+std::string loss_curve_svg(const std::vector<double>& step_losses,
+                           const std::vector<EvalPoint>& evals, const std::string& title,
+                           std::optional<double> reference_loss = std::nullopt,
+                           const std::string& reference_label = "");
+
+// Writes loss_curve_svg(...) to `path` (through path + ".tmp" and a rename, so
+// an old picture is replaced whole or not at all). Throws std::runtime_error
+// naming the path if the file cannot be written.
+void write_loss_curve_svg(const std::string& path, const std::vector<double>& step_losses,
+                          const std::vector<EvalPoint>& evals, const std::string& title,
+                          std::optional<double> reference_loss = std::nullopt,
+                          const std::string& reference_label = "");
+
+// The attention map as SVG text. T = prompt.size() (one position per byte);
+// maps[layer][head] is a T x T row-major matrix of weights, row = query
+// position, column = key position. Weights are drawn white (0) to dark blue (1);
+// values outside [0,1] are clamped, NaN cells are drawn red. Throws
+// std::invalid_argument if T == 0, maps is empty, a layer has no heads, layers
+// have different numbers of heads, or a matrix does not have T*T weights.
+std::string attention_svg(const std::string& prompt,
+                          const std::vector<std::vector<std::vector<float>>>& maps,
+                          const std::string& title);
+
+// Writes attention_svg(...) to `path`, as write_loss_curve_svg does.
+void write_attention_svg(const std::string& path, const std::string& prompt,
+                         const std::vector<std::vector<std::vector<float>>>& maps,
+                         const std::string& title);
+
+}  // namespace train
