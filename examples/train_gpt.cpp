@@ -128,7 +128,6 @@ void draw_attention(nn::Module& model, const Vocab& vocab, const Options& o, con
     auto maps = attention_maps(model, from_vector(ids));
     if (maps.empty()) throw InputError("--attention-map: this model (" + std::string(stage_name(o.model.stage)) + ") has no attention");
     write_attention_svg(o.attention_map, prompt, maps, "attention of every head for \"" + prompt + "\"");
-    std::cout << "attention map written to " << o.attention_map << "\n";
 }
 
 int run(int argc, char** argv) {
@@ -145,7 +144,10 @@ int run(int argc, char** argv) {
         Options so = o;
         so.model = mc;
         std::cout << sample(*model, saved.vocab, so, mc.block_size) << "\n";
-        if (!o.attention_map.empty()) draw_attention(*model, saved.vocab, so, o.prompt.empty() ? std::string("\n") : o.prompt);
+        if (!o.attention_map.empty()) {
+            draw_attention(*model, saved.vocab, so, o.prompt.empty() ? std::string("\n") : o.prompt);
+            std::cout << "attention map written to " << o.attention_map << "\n";
+        }
         return 0;
     }
 
@@ -263,12 +265,17 @@ int run(int argc, char** argv) {
     std::cout << "\nsample (" << o.sample_tokens << " characters, temperature " << o.temperature
               << (o.top_k > 0 ? ", top-k " + std::to_string(o.top_k) : std::string()) << "):\n"
               << text_sample << "\n\n";
-    if (!o.attention_map.empty()) {
+    // Every model with attention draws it: for --prompt, or the start of the
+    // validation text, to --attention-map or out/attention.svg.
+    std::string written = ckpt + ", " + o.out_dir + "/losses.csv, " + o.out_dir + "/loss.svg, " + o.out_dir + "/sample.txt";
+    if (o.model.stage != Stage::Bigram) {
+        Options drawing = o;
+        if (drawing.attention_map.empty()) drawing.attention_map = o.out_dir + "/attention.svg";
         std::string val_text = vocab.decode(data.val.slice(0, 0, std::min<int64_t>(o.model.block_size, 48)));
-        draw_attention(*model, vocab, o, val_text);
+        draw_attention(*model, vocab, drawing, val_text);
+        written += ", " + drawing.attention_map;
     }
-    std::cout << "wrote " << ckpt << ", " << o.out_dir << "/losses.csv, " << o.out_dir << "/loss.svg, " << o.out_dir
-              << "/sample.txt\n";
+    std::cout << "wrote " << written << "\n";
     std::cout << "final: step=" << o.max_iters << format(" train_loss=%.4f val_loss=%.4f", final_train, final_val)
               << format(" tokens_per_s=%.0f", progress.tokens_per_second()) << " params=" << model->num_parameters()
               << "\n";

@@ -99,7 +99,7 @@ output
   --resume CKPT          continue a run from its checkpoint
   --sample-only CKPT     only generate text from a checkpoint
   --sample-tokens N  --temperature T  --top-k K  --sample-seed N
-  --attention-map FILE   draw the attention of every head for --prompt as SVG
+  --attention-map FILE   where to draw the attention of every head (default OUT/attention.svg)
   --prompt TEXT          the text for the attention map
   --help
 )";
