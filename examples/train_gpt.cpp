@@ -212,6 +212,7 @@ int run(int argc, char** argv) {
     std::cout << "expected starting loss ln(" << vocab.size() << ") = " << format("%.4f", std::log(double(vocab.size())))
               << "\n";
     if (run.next_step > 0) std::cout << "resuming at step " << run.next_step << " from " << o.resume << "\n";
+    std::cout << std::flush; // a log file shows the header before the first, possibly slow, evaluation
     if (run.next_step >= o.max_iters) throw UsageError("the checkpoint already ran " + std::to_string(run.next_step) +
                                                        " steps; pass a larger --max-iters to train longer");
 
