@@ -3,9 +3,10 @@
 // Each operand is a MatrixRef: a pointer plus row and column strides in
 // elements, so a transposed or sliced view is multiplied where it lies,
 // without a copy. gemm() is what matmul calls. For float32 on a CPU with
-// AVX2 and FMA it runs a packed, register-tiled kernel (gemm_packed.cpp,
-// gemm_avx2.cpp); otherwise, and for float64, a portable cache-blocked one
-// (gemm.cpp). Both are OpenMP-parallel over tiles of C. gemm_reference() is
+// AVX2 and FMA it runs a register-tiled kernel (gemm_packed.cpp,
+// gemm_avx2.cpp): packed and cache-blocked for large products, reading the
+// operands in place for small ones; otherwise, and for float64, a portable
+// cache-blocked one (gemm.cpp). All are OpenMP-parallel over tiles of C. gemm_reference() is
 // the plain triple loop kept beside them, which tests compare them with.
 // docs/matmul.md explains the kernels. Tests: tests/test_matmul.cpp.
 #pragma once

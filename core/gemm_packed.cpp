@@ -149,6 +149,22 @@ void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
     }
 }
 
+void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    if (b.col_stride != 1) { // B's rows must be contiguous: copy it (k x n, small) once
+        static thread_local Scratch b_scratch;
+        float* bp = b_scratch.get(static_cast<size_t>(k * n));
+        for (int64_t p = 0; p < k; ++p)
+            for (int64_t j = 0; j < n; ++j) bp[p * n + j] = b.at(p, j);
+        b = MatrixRef<const float>{bp, k, n, n, 1};
+    }
+    const int64_t row_tiles = (m + kMr - 1) / kMr;
+    const int64_t grain = std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(kMr * n * k, 1));
+    parallel_for(0, row_tiles, grain, [&](int64_t begin, int64_t end) {
+        gemm_direct_rows_avx2(a, b, c, accumulate, begin * kMr, std::min(m, end * kMr));
+    });
+}
+
 bool cpu_has_avx2_fma() {
 #if defined(__x86_64__) || defined(__i386__)
     static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

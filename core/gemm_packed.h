@@ -15,6 +15,14 @@ bool cpu_has_avx2_fma();
 // c (6 x 16, row stride ldc) = (add ? c : 0) + a @ b over kc packed steps.
 void kernel_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool add);
 
+// Rows [row_begin, row_end) of c = a @ b (+ c when add), without packing:
+// A read through its strides, B and C row by row (b.col_stride and
+// c.col_stride must be 1). For products too small to repay packing.
+void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,
+                           int64_t row_begin, int64_t row_end);
+// c = a @ b (+ c when accumulate) with gemm_direct_rows_avx2, copying B
+// first when its rows are not contiguous; c.col_stride must be 1.
+void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 // c = a @ b (+ c when accumulate) with packing and the micro-kernel above.
 void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 

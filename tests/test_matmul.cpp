@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "core/gemm.h"
+#include "core/gemm_packed.h"
 
 #include <functional>
 
@@ -118,6 +119,36 @@ TEST_CASE("the AVX2 gemm agrees with the reference within rounding error", "[mat
         INFO("largest difference " << worst << ", bound " << bound);
         REQUIRE(worst <= bound);
     });
+}
+
+TEST_CASE("the AVX2 direct and packed kernels give identical bits", "[matmul][gemm]") {
+    if (!gemm_uses_avx2()) {
+        WARN("this CPU has no AVX2/FMA: the AVX2 kernels are not used here");
+        return;
+    }
+    // gemm picks the direct kernel for small products and packing for large
+    // ones; both run one fused multiply-add per k in increasing order, so the
+    // choice must never change a result. Also through a C with strided columns.
+    for (const Shape3& s : kAwkwardShapes) {
+        for (int layout = 0; layout < 4; ++layout) {
+            bool ta = layout & 1, tb = layout & 2;
+            DYNAMIC_SECTION(s.m << "x" << s.k << "x" << s.n << (ta ? " A^T" : "") << (tb ? " B^T" : "")) {
+                std::vector<float> a = pattern(s.m * s.k, 11), b = pattern(s.k * s.n, 12);
+                MatrixRef<const float> ma{a.data(), s.m, s.k, ta ? 1 : s.k, ta ? s.m : 1};
+                MatrixRef<const float> mb{b.data(), s.k, s.n, tb ? 1 : s.n, tb ? s.k : 1};
+                for (bool accumulate : {false, true}) {
+                    std::vector<float> direct(s.m * s.n, 0.25f), packed(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
+                    detail::gemm_direct_avx2(ma, mb, MatrixRef<float>{direct.data(), s.m, s.n, s.n, 1}, accumulate);
+                    detail::gemm_packed_avx2(ma, mb, MatrixRef<float>{packed.data(), s.m, s.n, s.n, 1}, accumulate);
+                    REQUIRE(direct == packed);
+                    // C stored transposed (column stride m): gemm must take the packed path.
+                    gemm(ma, mb, MatrixRef<float>{strided.data(), s.m, s.n, 1, s.m}, accumulate);
+                    for (int64_t i = 0; i < s.m; ++i)
+                        for (int64_t j = 0; j < s.n; ++j) REQUIRE(strided[j * s.m + i] == packed[i * s.n + j]);
+                }
+            }
+        }
+    }
 }
 
 TEST_CASE("matmul reads strided and broadcast operands in place", "[matmul]") {

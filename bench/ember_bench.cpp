@@ -1,0 +1,308 @@
+// ember_bench: how fast ember's kernels and training step run, one JSON
+// object per line.
+//
+//   build/bench/ember_bench                      # everything
+//   build/bench/ember_bench --only train_small   # one entry (or a prefix: --only mm_)
+//   build/bench/ember_bench --threads 1 --repeat 3 --skip train_lecture
+//
+// Entries (the same names in bench/openblas_bench.c and bench/torch_bench.py,
+// so bench/compare.py can put the peers side by side):
+//   mm_*      a float32 product C = A @ B: square ones, and the Linear shapes of
+//             the training configs below (x @ W^T, W stored (out, in) as nn::Linear does)
+//   bmm_*     the two batched products of attention, (T,hs)@(hs,T) and (T,T)@(T,hs),
+//             over batch*heads slices
+//   attn_*    attention forward (scores, causal mask, softmax, weights @ v) and
+//             its backward, with autograd
+//   train_*   a whole training step of the lecture's GPT (forward, cross-entropy,
+//             backward, AdamW) on random tokens: tokens/s and the peak resident
+//             memory of a process that runs only that step
+//
+// Times are medians over --repeat runs after one warm-up; "best" is the
+// fastest run. A number alone says little on a shared machine: compare it
+// with a peer measured in the same run (bench/compare.py does).
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ember.h>
+
+using namespace ember;
+
+namespace {
+
+struct Options {
+    std::string only;   // run entries whose name starts with this
+    std::string skip;   // and not those whose name starts with this
+    int threads = 0;    // 0: OpenMP's default
+    int repeat = 0;     // 0: each entry's own default
+    bool child = false; // internal: this process runs one train entry for its peak memory
+};
+
+struct Timing {
+    double median_s, best_s;
+};
+
+// One warm-up call, then `repeat` timed calls.
+Timing time_it(int repeat, const std::function<void()>& fn) {
+    fn();
+    std::vector<double> runs;
+    for (int i = 0; i < repeat; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        fn();
+        runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(runs.begin(), runs.end());
+    return {runs[runs.size() / 2], runs.front()};
+}
+
+double peak_rss_mb() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss / 1024.0; // Linux reports kilobytes
+}
+
+// ---- products -------------------------------------------------------------------------------
+
+struct Product {
+    std::string name;
+    int64_t batch, m, k, n;
+    bool b_transposed; // B is the transpose of a stored (n, k) matrix, as in x @ W^T
+};
+
+const std::vector<Product> kProducts = {
+    {"mm_256", 1, 256, 256, 256, false},
+    {"mm_512", 1, 512, 512, 512, false},
+    {"mm_1024", 1, 1024, 1024, 1024, false},
+    {"mm_2048", 1, 2048, 2048, 2048, false},
+    // Linear layers: rows = batch*block tokens, k = in_features, n = out_features.
+    {"mm_tiny_ffwd", 1, 256, 32, 128, true},       // tiny: 32*8 tokens, 32 -> 4*32
+    {"mm_small_ffwd", 1, 512, 64, 256, true},      // small: 16*32 tokens, 64 -> 4*64
+    {"mm_small_lm_head", 1, 512, 64, 65, true},    // small: 64 -> vocab 65
+    {"mm_lecture_qkv", 1, 16384, 384, 1152, true}, // lecture: 64*256 tokens, 384 -> 3*384
+    {"mm_lecture_ffwd1", 1, 16384, 384, 1536, true},
+    {"mm_lecture_ffwd2", 1, 16384, 1536, 384, true},
+    {"mm_lecture_lm_head", 1, 16384, 384, 65, true},
+};
+
+struct Attention {
+    std::string name;
+    int64_t batch, heads, T, hs;
+};
+
+// The attention sizes of the configs, and between them.
+const std::vector<Attention> kAttention = {
+    {"small", 16, 4, 32, 16},
+    {"t64", 16, 4, 64, 16},
+    {"t128", 8, 4, 128, 32},
+    {"lecture", 64, 6, 256, 64},
+};
+
+void print_product(const std::string& name, const char* kind, int64_t batch, int64_t m, int64_t k,
+                   int64_t n, double flops, Timing t) {
+    std::printf("{\"name\":\"%s\",\"kind\":\"%s\",\"batch\":%lld,\"m\":%lld,\"k\":%lld,\"n\":%lld,\"threads\":%d,"
+                "\"ms\":%.4f,\"ms_best\":%.4f,\"gflops\":%.2f,\"gflops_best\":%.2f}\n",
+                name.c_str(), kind, (long long)batch, (long long)m, (long long)k, (long long)n, get_num_threads(),
+                t.median_s * 1e3, t.best_s * 1e3, flops / t.median_s * 1e-9, flops / t.best_s * 1e-9);
+    std::fflush(stdout);
+}
+
+void bench_product(const Options& o, const Product& p) {
+    NoGradGuard no_grad;
+    Tensor a = randn({p.m, p.k});
+    Tensor b = p.b_transposed ? randn({p.n, p.k}).t() : randn({p.k, p.n});
+    double flops = 2.0 * p.m * p.k * p.n;
+    int repeat = o.repeat ? o.repeat : std::clamp(static_cast<int>(2e10 / flops), 5, 200);
+    Timing t = time_it(repeat, [&] { Tensor c = matmul(a, b); });
+    print_product(p.name, "matmul", 1, p.m, p.k, p.n, flops, t);
+}
+
+void bench_batched(const Options& o, const Attention& a) {
+    NoGradGuard no_grad;
+    const int64_t bh = a.batch * a.heads;
+    Tensor q = randn({bh, a.T, a.hs}), k = randn({bh, a.T, a.hs}), w = randn({bh, a.T, a.T});
+    double flops = 2.0 * 2.0 * bh * a.T * a.T * a.hs; // scores and weights @ v
+    int repeat = o.repeat ? o.repeat : std::clamp(static_cast<int>(2e10 / flops), 5, 200);
+    Timing t = time_it(repeat, [&] {
+        Tensor scores = matmul(q, k.transpose(-2, -1)); // (T,hs) @ (hs,T)
+        Tensor out = matmul(w, k);                      // (T,T) @ (T,hs)
+    });
+    print_product("bmm_" + a.name, "bmm", bh, a.T, a.hs, a.T, flops, t);
+}
+
+// Causal attention of q, k, v (B,NH,T,hs) as BatchedMultiHeadAttention computes it.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) {
+    Tensor scores = matmul(q, k.transpose(-2, -1)).masked_fill(mask, -INFINITY);
+    Tensor weights = softmax(scores / std::sqrt(static_cast<double>(q.size(-1))), -1);
+    return matmul(weights, v);
+}
+
+void bench_attention(const Options& o, const Attention& a, bool forward, bool backward) {
+    Tensor q = randn({a.batch, a.heads, a.T, a.hs}).requires_grad_();
+    Tensor k = randn({a.batch, a.heads, a.T, a.hs}).requires_grad_();
+    Tensor v = randn({a.batch, a.heads, a.T, a.hs}).requires_grad_();
+    Tensor mask = triu(ones({a.T, a.T}), 1).to(kBool);
+    Tensor grad = randn({a.batch, a.heads, a.T, a.hs});
+    double flops = 2.0 * 2.0 * a.batch * a.heads * a.T * a.T * a.hs; // the forward's two products
+    int repeat = o.repeat ? o.repeat : std::clamp(static_cast<int>(1e10 / flops), 5, 100);
+    if (forward) {
+        NoGradGuard no_grad;
+        Timing t = time_it(repeat, [&] { attention(q, k, v, mask); });
+        print_product("attn_fwd_" + a.name, "attention", a.batch * a.heads, a.T, a.hs, a.T, flops, t);
+    }
+    if (!backward) return;
+    // Backward alone: each run builds the graph untimed, then times backward.
+    std::vector<double> runs;
+    for (int i = 0; i <= repeat; ++i) {
+        q.zero_grad(), k.zero_grad(), v.zero_grad();
+        Tensor out = attention(q, k, v, mask);
+        auto t0 = std::chrono::steady_clock::now();
+        out.backward(grad);
+        if (i > 0) runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(runs.begin(), runs.end());
+    print_product("attn_bwd_" + a.name, "attention_backward", a.batch * a.heads, a.T, a.hs, a.T, 2 * flops,
+                  {runs[runs.size() / 2], runs.front()});
+}
+
+// ---- training step --------------------------------------------------------------------------
+
+struct TrainConfig {
+    std::string name;
+    int64_t batch, block, n_embd, n_head, n_layer;
+    double dropout;
+    bool batched; // heads in one batched product, or a list of Heads as gpt.py
+    int steps;    // default timed steps
+};
+
+const std::vector<TrainConfig> kTrain = {
+    {"train_tiny", 32, 8, 32, 4, 3, 0.0, true, 200},
+    {"train_tiny_list", 32, 8, 32, 4, 3, 0.0, false, 200},
+    {"train_small", 16, 32, 64, 4, 4, 0.0, true, 100},
+    {"train_lecture", 64, 256, 384, 6, 6, 0.2, true, 3},
+};
+
+void bench_train(const Options& o, const TrainConfig& c) {
+    manual_seed(1337);
+    nn::GPT model({.vocab_size = 65, .block_size = c.block, .n_embd = c.n_embd, .n_head = c.n_head,
+                   .n_layer = c.n_layer, .dropout = c.dropout, .batched_attention = c.batched});
+    optim::AdamW opt(model.parameters(), {.lr = 3e-4});
+    Tensor x = randint(0, 65, {c.batch, c.block}), y = randint(0, 65, {c.batch, c.block});
+    int steps = o.repeat ? o.repeat : c.steps;
+    Timing t = time_it(steps, [&] {
+        Tensor loss = model.forward(x, y).loss;
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+    });
+    double tokens = static_cast<double>(c.batch * c.block);
+    std::printf("{\"name\":\"%s\",\"kind\":\"train\",\"batch\":%lld,\"block\":%lld,\"n_embd\":%lld,\"n_head\":%lld,"
+                "\"n_layer\":%lld,\"dropout\":%g,\"batched_heads\":%s,\"threads\":%d,\"steps\":%d,"
+                "\"ms_per_step\":%.3f,\"tokens_per_s\":%.0f,\"tokens_per_s_best\":%.0f,\"peak_rss_mb\":%.1f}\n",
+                c.name.c_str(), (long long)c.batch, (long long)c.block, (long long)c.n_embd, (long long)c.n_head,
+                (long long)c.n_layer, c.dropout, c.batched ? "true" : "false", get_num_threads(), steps,
+                t.median_s * 1e3, tokens / t.median_s, tokens / t.best_s, peak_rss_mb());
+    std::fflush(stdout);
+}
+
+// Peak memory is per process, so each train entry runs in a fresh process:
+// this program again, with --only NAME --child.
+void run_train_in_child(const Options& o, const std::string& self, const TrainConfig& c) {
+    std::string cmd = "'" + self + "' --child --only " + c.name;
+    if (o.threads) cmd += " --threads " + std::to_string(o.threads);
+    if (o.repeat) cmd += " --repeat " + std::to_string(o.repeat);
+    std::fflush(stdout);
+    if (std::system(cmd.c_str()) != 0) {
+        std::fprintf(stderr, "ember_bench: %s failed\n", c.name.c_str());
+        std::exit(1);
+    }
+}
+
+// --only NAME picks the entry of that name, or else every entry it is a prefix of.
+bool exact_only = false;
+
+bool selected(const Options& o, const std::string& name) {
+    if (!o.skip.empty() && name.compare(0, o.skip.size(), o.skip) == 0) return false;
+    if (o.only.empty()) return true;
+    return exact_only ? name == o.only : name.compare(0, o.only.size(), o.only) == 0;
+}
+
+[[noreturn]] void usage(int status) {
+    std::fprintf(status ? stderr : stdout,
+                 "usage: ember_bench [--only NAME_OR_PREFIX] [--skip PREFIX] [--threads N] [--repeat N] [--list]\n"
+                 "Prints one JSON object per line; see the top of bench/ember_bench.cpp.\n");
+    std::exit(status);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    bool list = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage(2);
+            return argv[++i];
+        };
+        auto number = [&]() {
+            std::string v = value();
+            char* end = nullptr;
+            long n = std::strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end != '\0' || n < 1 || n > 100000) {
+                std::fprintf(stderr, "ember_bench: %s expects a positive integer, got '%s'\n", arg.c_str(), v.c_str());
+                std::exit(2);
+            }
+            return static_cast<int>(n);
+        };
+        if (arg == "--only") o.only = value();
+        else if (arg == "--skip") o.skip = value();
+        else if (arg == "--threads") o.threads = number();
+        else if (arg == "--repeat") o.repeat = number();
+        else if (arg == "--child") o.child = true;
+        else if (arg == "--list") list = true;
+        else if (arg == "--help" || arg == "-h") usage(0);
+        else {
+            std::fprintf(stderr, "ember_bench: unknown argument '%s'\n", arg.c_str());
+            usage(2);
+        }
+    }
+    std::vector<std::string> names;
+    for (const auto& p : kProducts) names.push_back(p.name);
+    for (const auto& a : kAttention) names.push_back("bmm_" + a.name);
+    for (const auto& a : kAttention) names.push_back("attn_fwd_" + a.name), names.push_back("attn_bwd_" + a.name);
+    for (const auto& c : kTrain) names.push_back(c.name);
+    if (list) {
+        for (const auto& n : names) std::printf("%s\n", n.c_str());
+        return 0;
+    }
+    exact_only = std::find(names.begin(), names.end(), o.only) != names.end();
+    if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return selected(o, n); })) {
+        std::fprintf(stderr, "ember_bench: no entry matches --only %s --skip %s (see --list)\n", o.only.c_str(),
+                     o.skip.c_str());
+        return 2;
+    }
+    if (o.threads) set_num_threads(o.threads);
+    manual_seed(0);
+    for (const auto& p : kProducts)
+        if (selected(o, p.name)) bench_product(o, p);
+    for (const auto& a : kAttention)
+        if (selected(o, "bmm_" + a.name)) bench_batched(o, a);
+    for (const auto& a : kAttention)
+        if (selected(o, "attn_fwd_" + a.name) || selected(o, "attn_bwd_" + a.name))
+            bench_attention(o, a, selected(o, "attn_fwd_" + a.name), selected(o, "attn_bwd_" + a.name));
+    for (const auto& c : kTrain) {
+        if (!selected(o, c.name)) continue;
+        if (o.child) bench_train(o, c);
+        else run_train_in_child(o, std::filesystem::read_symlink("/proc/self/exe").string(), c);
+    }
+    return 0;
+}
