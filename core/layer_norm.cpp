@@ -9,6 +9,7 @@
 // columns for them (a split of one loop into two, racing on nothing).
 // docs/layer_norm.md derives the backward; tests/test_layer_norm.cpp.
 #include <cmath>
+#include <vector>
 
 #include "autograd.h"
 #include "loops.h"
@@ -100,17 +101,25 @@ void backward_kernel(const Tensor& dout, const Tensor& x, const Tensor& w, const
         T* pdw = dw.defined() ? dw.data_ptr<T>() : nullptr;
         T* pdb = db.defined() ? db.data_ptr<T>() : nullptr;
         // Each thread owns a range of columns and sums them over all rows.
+        // Each thread owns a range of columns and walks the rows in order, so
+        // every sum runs over r in increasing order whatever the thread count,
+        // and the inner loop reads contiguous memory.
         parallel_for(0, n, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(rows.count, 1)),
                      [&](int64_t begin, int64_t end) {
-                         for (int64_t j = begin; j < end; ++j) {
-                             double sw = 0, sb = 0;
-                             for (int64_t r = 0; r < rows.count; ++r) {
-                                 double g = pg[r * n + j];
-                                 sw += g * ((px[r * n + j] - pm[r]) * pr[r]);
-                                 sb += g;
+                         std::vector<double> sw(static_cast<size_t>(end - begin), 0.0), sb(sw);
+                         for (int64_t r = 0; r < rows.count; ++r) {
+                             const T* g = pg + r * n;
+                             const T* xr = px + r * n;
+                             const double m = pm[r], s = pr[r];
+                             for (int64_t j = begin; j < end; ++j) {
+                                 const double gj = g[j];
+                                 sw[j - begin] += gj * ((xr[j] - m) * s);
+                                 sb[j - begin] += gj;
                              }
-                             if (pdw) pdw[j] = static_cast<T>(sw);
-                             if (pdb) pdb[j] = static_cast<T>(sb);
+                         }
+                         for (int64_t j = begin; j < end; ++j) {
+                             if (pdw) pdw[j] = static_cast<T>(sw[j - begin]);
+                             if (pdb) pdb[j] = static_cast<T>(sb[j - begin]);
                          }
                      });
     }

@@ -112,12 +112,45 @@ void reduce_kernel(const Tensor& x, const ReduceGeometry& g, Acc init, Fold fold
 template <typename T>
 using SumAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
+// True when x is contiguous and every reduced dim comes before every kept
+// one (dims of size 1 aside): x is then g.inner rows of g.outer elements and
+// output o sums column o. A bias gradient, dout summed over (B,T), is one.
+bool sums_leading_rows(const Tensor& x, const ReduceGeometry& g) {
+    if (!x.is_contiguous() || g.outer < 2 || g.inner < 2) return false;
+    int64_t kept_extent = 1, reduced_stride = INT64_MAX;
+    for (size_t d = 0; d < g.kept_shape.size(); ++d)
+        if (g.kept_shape[d] > 1) kept_extent = std::max(kept_extent, g.kept_shape[d] * g.kept_strides[d]);
+    for (size_t d = 0; d < g.reduced_shape.size(); ++d)
+        if (g.reduced_shape[d] > 1) reduced_stride = std::min(reduced_stride, g.reduced_strides[d]);
+    return kept_extent <= reduced_stride;
+}
+
+// out[o] = sum over rows r of x[r * outer + o], in increasing r in double,
+// as reduce_kernel would fold it, but row by row so the inner loop reads
+// contiguous memory. Each thread owns a range of columns.
+template <typename T>
+void sum_rows(const T* x, const ReduceGeometry& g, T* out) {
+    const int64_t rows = g.inner, cols = g.outer;
+    parallel_for(0, cols, std::max<int64_t>(1, kElementwiseGrain / rows), [&](int64_t begin, int64_t end) {
+        std::vector<double> acc(static_cast<size_t>(end - begin), 0.0);
+        for (int64_t r = 0; r < rows; ++r) {
+            const T* row = x + r * cols;
+            for (int64_t j = begin; j < end; ++j) acc[j - begin] += row[j];
+        }
+        for (int64_t j = begin; j < end; ++j) out[j] = static_cast<T>(acc[j - begin]);
+    });
+}
+
 // The sum over `dims` in `dtype`. The geometry is taken from the tensor the
 // kernel reads (a converted copy has its own strides).
 Tensor sum_kernel(const Tensor& x, const Shape& dims, bool keepdim, DType dtype) {
     Tensor cx = converted(x, dtype);
     ReduceGeometry g = reduce_geometry(cx, dims, keepdim, "sum");
     Tensor out = empty(g.out_shape, dtype);
+    if (is_floating(dtype) && sums_leading_rows(cx, g)) {
+        dispatch_floating(dtype, "sum", [&]<typename T>(TypeTag<T>) { sum_rows(data_of<T>(cx), g, out.data_ptr<T>()); });
+        return out;
+    }
     dispatch_numeric(dtype, "sum", [&]<typename T>(TypeTag<T>) {
         using Acc = SumAcc<T>;
         T* o = out.data_ptr<T>();

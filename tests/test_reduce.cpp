@@ -130,6 +130,27 @@ TEST_CASE("a large sum does not depend on the thread count", "[reduce][parallel]
     require_equal(rows_one, rows_many, "sum(1)");
 }
 
+TEST_CASE("sums over leading dims (the row-wise path) equal the general path bit for bit", "[reduce][parallel]") {
+    // A contiguous tensor summed over its leading dims takes a row-wise loop
+    // (bias gradients); a strided copy of the same values takes the general
+    // one. Both add in the same order in double, so they must agree exactly,
+    // with any thread count.
+    std::vector<float> values(40 * 3 * 700);
+    for (size_t k = 0; k < values.size(); ++k) values[k] = std::cos(static_cast<float>(k) * 0.37f) * 1e2f;
+    Tensor x = from_vector(values, {40, 3, 700});
+    Tensor strided = x.transpose(0, 2).contiguous().transpose(0, 2); // same values, not contiguous
+    REQUIRE_FALSE(strided.is_contiguous());
+    int threads = get_num_threads();
+    for (int t : {1, 2}) {
+        set_num_threads(t);
+        require_equal(sum(x, Shape{0}), sum(strided, Shape{0}), "sum over dim 0");
+        require_equal(sum(x, Shape{0, 1}), sum(strided, Shape{0, 1}), "sum over dims 0, 1");
+        require_equal(sum(x, Shape{0, 1}, true), sum(strided, Shape{0, 1}, true), "keepdim");
+        require_equal(sum(x.view({120, 700}), Shape{0}), sum(strided, Shape{0, 1}), "a view");
+    }
+    set_num_threads(threads);
+}
+
 TEST_CASE("sum_to undoes broadcasting", "[reduce]") {
     Tensor g = ones({2, 3, 4});
     require_equal(sum_to(g, {3, 1}), full({3, 1}, 8.0f));
