@@ -1,5 +1,6 @@
-// The AVX2/FMA micro-kernel of the packed SGEMM (core/gemm.cpp): a 6x16
-// block of C += (6 x kc panel of A) @ (kc x 16 panel of B).
+// The AVX2/FMA register tile of the SGEMM (core/gemm.cpp): a 6x16 block of
+// C += (6 rows of A) @ (16 columns of B), shared by the packed driver
+// (core/gemm_packed.cpp) and the direct one for small products (below).
 //
 // This file alone is compiled with -mavx2 -mfma (meson.build); gemm.cpp
 // calls it only after checking at run time that the CPU has both, so ember
@@ -23,58 +24,14 @@ namespace ember::detail {
 
 #if defined(__AVX2__) && defined(__FMA__)
 
-// c (6 rows, 16 columns, row stride ldc) = (add ? c : 0) + a @ b, where a is
-// packed as kc groups of 6 (a[p*6 + i] = A[i][p]) and b as kc rows of 16
-// (b[p*16 + j] = B[p][j]). Each c element sums over p in increasing order,
-// one fused multiply-add per step.
-void kernel_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool add) {
-    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-    if (add) {
-        c00 = _mm256_loadu_ps(c + 0 * ldc), c01 = _mm256_loadu_ps(c + 0 * ldc + 8);
-        c10 = _mm256_loadu_ps(c + 1 * ldc), c11 = _mm256_loadu_ps(c + 1 * ldc + 8);
-        c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
-        c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
-        c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
-        c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
-    } else {
-        c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
-    }
-    for (int64_t p = 0; p < kc; ++p) {
-        // One row of the B panel (16 floats, two vectors), then each of the
-        // 6 elements of A's column p broadcast and multiplied into its row of C.
-        const __m256 b0 = _mm256_load_ps(b + p * 16);
-        const __m256 b1 = _mm256_load_ps(b + p * 16 + 8);
-        const float* ap = a + p * 6;
-        __m256 ai = _mm256_broadcast_ss(ap + 0);
-        c00 = _mm256_fmadd_ps(ai, b0, c00), c01 = _mm256_fmadd_ps(ai, b1, c01);
-        ai = _mm256_broadcast_ss(ap + 1);
-        c10 = _mm256_fmadd_ps(ai, b0, c10), c11 = _mm256_fmadd_ps(ai, b1, c11);
-        ai = _mm256_broadcast_ss(ap + 2);
-        c20 = _mm256_fmadd_ps(ai, b0, c20), c21 = _mm256_fmadd_ps(ai, b1, c21);
-        ai = _mm256_broadcast_ss(ap + 3);
-        c30 = _mm256_fmadd_ps(ai, b0, c30), c31 = _mm256_fmadd_ps(ai, b1, c31);
-        ai = _mm256_broadcast_ss(ap + 4);
-        c40 = _mm256_fmadd_ps(ai, b0, c40), c41 = _mm256_fmadd_ps(ai, b1, c41);
-        ai = _mm256_broadcast_ss(ap + 5);
-        c50 = _mm256_fmadd_ps(ai, b0, c50), c51 = _mm256_fmadd_ps(ai, b1, c51);
-    }
-    _mm256_storeu_ps(c + 0 * ldc, c00), _mm256_storeu_ps(c + 0 * ldc + 8, c01);
-    _mm256_storeu_ps(c + 1 * ldc, c10), _mm256_storeu_ps(c + 1 * ldc + 8, c11);
-    _mm256_storeu_ps(c + 2 * ldc, c20), _mm256_storeu_ps(c + 2 * ldc + 8, c21);
-    _mm256_storeu_ps(c + 3 * ldc, c30), _mm256_storeu_ps(c + 3 * ldc + 8, c31);
-    _mm256_storeu_ps(c + 4 * ldc, c40), _mm256_storeu_ps(c + 4 * ldc + 8, c41);
-    _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
-}
-
-// ---- the direct kernel for small products ------------------------------------------------
-
-// The 6 x 16 tile of c = (add ? c : 0) + a @ b read where the operands lie:
-// row r of A at a[r] (elements acs apart), B's rows brs apart with 16
-// contiguous floats each (only the first `cols` of them when Masked). The
-// same fused multiply-adds in the same order as kernel_6x16_avx2, so the two
-// give identical bits.
+// The 6 x 16 tile of C both drivers share: c (row stride ldc) = (add ? c : 0)
+// + a @ b, with row r of A at a[r] (its elements acs apart) and B's rows brs
+// apart, 16 contiguous floats each (only those the masks m0, m1 select when
+// Masked). Each c element sums over p in increasing order, one fused
+// multiply-add per step, so the packed and the direct driver give identical
+// bits.
 template <bool Masked>
-static void direct_6x16(int64_t k, const float* const a[6], int64_t acs, const float* b, int64_t brs, __m256i m0,
+static void tile_6x16(int64_t k, const float* const a[6], int64_t acs, const float* b, int64_t brs, __m256i m0,
                         __m256i m1, float* c, int64_t ldc, bool add) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     if (add) {
@@ -89,6 +46,8 @@ static void direct_6x16(int64_t k, const float* const a[6], int64_t acs, const f
     }
     const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
     for (int64_t p = 0; p < k; ++p) {
+        // One row of B (16 floats, two vectors), then each of the 6 elements
+        // of A's column p broadcast and multiplied into its row of C.
         const float* bp = b + p * brs;
         const __m256 b0 = Masked ? _mm256_maskload_ps(bp, m0) : _mm256_loadu_ps(bp);
         const __m256 b1 = Masked ? _mm256_maskload_ps(bp + 8, m1) : _mm256_loadu_ps(bp + 8);
@@ -114,6 +73,16 @@ static void direct_6x16(int64_t k, const float* const a[6], int64_t acs, const f
     _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 }
 
+// The packed driver's micro-kernel: a packed as kc groups of 6
+// (a[p*6 + i] = A[i][p]) and b as kc rows of 16 (b[p*16 + j] = B[p][j]).
+void kernel_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool add) {
+    const float* rows[6] = {a, a + 1, a + 2, a + 3, a + 4, a + 5};
+    const __m256i all = _mm256_set1_epi32(-1);
+    tile_6x16<false>(kc, rows, 6, b, 16, all, all, c, ldc, add);
+}
+
+// ---- the direct driver, for small products -----------------------------------------------
+
 void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,
                            int64_t row_begin, int64_t row_end) {
     const int64_t k = a.cols;
@@ -131,15 +100,15 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
             for (int64_t r = 0; r < 6; ++r) arow[r] = a.data + (i0 + (r < rows ? r : rows - 1)) * a.row_stride;
             float* cij = c.data + i0 * c.row_stride + j0;
             if (rows == 6 && cols == 16) {
-                direct_6x16<false>(k, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride, add);
+                tile_6x16<false>(k, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride, add);
                 continue;
             }
             // A ragged edge: work in a local tile, copy the valid part in and out.
             if (add)
                 for (int64_t r = 0; r < rows; ++r)
                     for (int64_t j = 0; j < cols; ++j) local[r * 16 + j] = cij[r * c.row_stride + j];
-            if (cols == 16) direct_6x16<false>(k, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, local, 16, add);
-            else direct_6x16<true>(k, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, local, 16, add);
+            if (cols == 16) tile_6x16<false>(k, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, local, 16, add);
+            else tile_6x16<true>(k, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, local, 16, add);
             for (int64_t r = 0; r < rows; ++r)
                 for (int64_t j = 0; j < cols; ++j) cij[r * c.row_stride + j] = local[r * 16 + j];
         }
