@@ -4,14 +4,12 @@
 // same numbers to the last printed digit.
 #include <catch2/catch.hpp>
 
-#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <cstdio>
-#include <memory>
 
 #include "check.h"
+#include "process.h"
 
 using namespace ember::testing;
 
@@ -51,24 +49,13 @@ size_t first_difference(const std::string& got, const std::string& expected) {
     return i == got.size() && j == expected.size() ? std::string::npos : i;
 }
 
-// Runs a program and returns its standard output.
-std::string run(const std::string& path) {
-    std::string out;
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(path.c_str(), "r"), pclose);
-    REQUIRE(pipe);
-    std::array<char, 4096> buffer;
-    size_t n;
-    while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) out.append(buffer.data(), n);
-    return out;
-}
-
 } // namespace
 
 TEST_CASE("the attention examples print their notebooks' numbers", "[examples]") {
     for (const char* name : {"attention_averaging", "attention_single_head", "attention_multihead", "attention_batched",
                              "attention_causal_dropout"}) {
         DYNAMIC_SECTION(name) {
-            std::string got = run(std::string(EMBER_EXAMPLES_DIR) + "/" + name);
+            std::string got = run_command(std::string(EMBER_EXAMPLES_DIR) + "/" + name).out;
             std::string expected = fixtures("examples").text(std::string("output.") + name);
             size_t at = first_difference(got, expected);
             if (at != std::string::npos) {

@@ -16,6 +16,7 @@
 #include "../examples/train/corpus.h"
 #include "../examples/train/data.h"
 #include "check.h"
+#include "process.h"
 
 using namespace ember;
 using namespace ember::testing;
@@ -25,23 +26,9 @@ namespace {
 
 const std::string kProgram = std::string(EMBER_EXAMPLES_DIR) + "/train_gpt";
 
-struct Result {
-    int status;
-    std::string output; // stdout and stderr together
-};
-
-// Runs train_gpt with `args` (a shell-quoted string) and returns its exit status and output.
-Result run(const std::string& args) {
-    std::string command = kProgram + " " + args + " 2>&1";
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe);
-    std::string out;
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-    int status = pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+// Runs train_gpt with `args` (a shell-quoted string): its exit status, and
+// stdout and stderr together in `out`.
+CommandResult run(const std::string& args) { return run_command(kProgram + " " + args + " 2>&1"); }
 
 // A fresh empty directory for one test's outputs.
 std::string scratch_dir(const std::string& name) {
@@ -89,8 +76,8 @@ TEST_CASE("train_gpt's first 10 losses match its PyTorch twin's", "[train_gpt]")
     for (const char* preset : {"default", "bigram", "blocks", "layernorm"}) {
         DYNAMIC_SECTION(preset) {
             std::string dir = scratch_dir(preset);
-            Result r = run(std::string("--preset ") + preset + " --max-iters 10 --sample-tokens 20 --out " + dir);
-            INFO(r.output);
+            CommandResult r = run(std::string("--preset ") + preset + " --max-iters 10 --sample-tokens 20 --out " + dir);
+            INFO(r.out);
             REQUIRE(r.status == 0);
             // Losses are printed with 6 decimals; PyTorch's kernels round differently in the last bits.
             std::vector<double> losses = csv_column(dir + "/losses.csv", 1);
@@ -99,7 +86,7 @@ TEST_CASE("train_gpt's first 10 losses match its PyTorch twin's", "[train_gpt]")
             require_close(from_vector(csv_column(dir + "/losses.csv", 3), {}, kFloat64),
                           f.tensor(std::string(preset) + ".eval_val"), {0, 1e-4}, "val losses");
             // The last line is machine-readable.
-            std::string last = r.output.substr(r.output.rfind("final: "));
+            std::string last = r.out.substr(r.out.rfind("final: "));
             CHECK(last.rfind("final: step=10 train_loss=", 0) == 0);
             double final_val = std::stod(last.substr(last.find("val_loss=") + 9));
             CHECK(final_val == Approx(f.tensor(std::string(preset) + ".final_val").item<double>()).margin(2e-4));
@@ -115,7 +102,7 @@ TEST_CASE("train_gpt's first 10 losses match its PyTorch twin's", "[train_gpt]")
                 int titles = 0;
                 for (size_t at = svg.find(", head "); at != std::string::npos; at = svg.find(", head ", at + 1)) ++titles;
                 CHECK(titles == 12);
-                CHECK(r.output.find(dir + "/attention.svg") != std::string::npos);
+                CHECK(r.out.find(dir + "/attention.svg") != std::string::npos);
             }
             fs::remove_all(dir);
         }
@@ -126,15 +113,15 @@ TEST_CASE("a resumed run continues exactly as an uninterrupted one", "[train_gpt
     std::string whole = scratch_dir("whole"), parts = scratch_dir("parts");
     REQUIRE(run("--preset blocks --max-iters 12 --eval-interval 5 --eval-iters 4 --sample-tokens 40 --out " + whole).status == 0);
     REQUIRE(run("--preset blocks --max-iters 7 --eval-interval 5 --eval-iters 4 --sample-tokens 40 --out " + parts).status == 0);
-    Result resumed = run("--resume " + parts + "/train_gpt.safetensors --max-iters 12 --sample-tokens 40 --out " + parts);
-    INFO(resumed.output);
+    CommandResult resumed = run("--resume " + parts + "/train_gpt.safetensors --max-iters 12 --sample-tokens 40 --out " + parts);
+    INFO(resumed.out);
     REQUIRE(resumed.status == 0);
     CHECK(read_file(parts + "/losses.csv") == read_file(whole + "/losses.csv"));
     CHECK(read_file(parts + "/sample.txt") == read_file(whole + "/sample.txt"));
     // Sampling from the checkpoint alone gives the same text.
-    Result sampled = run("--sample-only " + whole + "/train_gpt.safetensors --sample-tokens 40");
+    CommandResult sampled = run("--sample-only " + whole + "/train_gpt.safetensors --sample-tokens 40");
     REQUIRE(sampled.status == 0);
-    CHECK(sampled.output.find(read_file(whole + "/sample.txt").substr(0, 40)) != std::string::npos);
+    CHECK(sampled.out.find(read_file(whole + "/sample.txt").substr(0, 40)) != std::string::npos);
     fs::remove_all(whole);
     fs::remove_all(parts);
 }
@@ -164,8 +151,8 @@ TEST_CASE("Ctrl-C saves a checkpoint that resumes exactly", "[train_gpt]") {
     else {
         CHECK(WEXITSTATUS(status) == 130);
         CHECK(read_file(dir + "/log.txt").find("checkpoint saved") != std::string::npos);
-        Result resumed = run("--resume " + dir + "/train_gpt.safetensors --sample-tokens 10 --out " + dir);
-        INFO(resumed.output);
+        CommandResult resumed = run("--resume " + dir + "/train_gpt.safetensors --sample-tokens 10 --out " + dir);
+        INFO(resumed.out);
         REQUIRE(resumed.status == 0);
         REQUIRE(run(args + " --out " + whole).status == 0);
         CHECK(read_file(dir + "/losses.csv") == read_file(whole + "/losses.csv"));
@@ -176,10 +163,10 @@ TEST_CASE("Ctrl-C saves a checkpoint that resumes exactly", "[train_gpt]") {
 
 TEST_CASE("bad input exits with status 2 and a clear message, losing nothing", "[train_gpt][errors]") {
     std::string dir = scratch_dir("errors");
-    auto expect = [](const Result& r, const std::string& words) {
-        INFO(r.output);
+    auto expect = [](const CommandResult& r, const std::string& words) {
+        INFO(r.out);
         CHECK(r.status == 2);
-        CHECK(r.output.find(words) != std::string::npos);
+        CHECK(r.out.find(words) != std::string::npos);
     };
     expect(run("--bogus 1"), "unknown option --bogus");
     expect(run("--preset huge"), "unknown preset");

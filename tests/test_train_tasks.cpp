@@ -6,17 +6,20 @@
 // The full runs (a minute per task) are measured in docs/training.md, not here.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../examples/train/tasks.h"
+#include "support/process.h"
 
 using namespace ember;
 using namespace train;
+using ember::testing::CommandResult;
+using ember::testing::run_command;
 
 namespace {
 
@@ -36,21 +39,11 @@ struct Result {
 Result run(const std::string& args, const std::string& env = "") {
     const std::string err_path =
         (std::filesystem::temp_directory_path() / ("ember_train_tasks_err_" + std::to_string(getpid()))).string();
-    std::string command = env + kProgram + " " + args + " 2>" + err_path;
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe);
-    std::string out;
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-    int status = pclose(pipe);
-    std::string err;
-    if (FILE* f = fopen(err_path.c_str(), "r")) {
-        while ((n = fread(buffer, 1, sizeof buffer, f)) > 0) err.append(buffer, n);
-        fclose(f);
-    }
-    std::remove(err_path.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err};
+    CommandResult r = run_command(env + kProgram + " " + args + " 2>" + err_path);
+    std::ifstream file(err_path);
+    std::string err((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    std::filesystem::remove(err_path);
+    return {r.status, r.out, err};
 }
 
 // The last line of the output.
