@@ -22,8 +22,26 @@ import subprocess
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
+
+def _threads_from_argv():
+    """--threads N from the command line, read before torch is imported."""
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+# Debian's torch does its products in OpenBLAS (libblas.so.3), whose own
+# thread pool ignores torch.set_num_threads: without this, a "1 thread"
+# PyTorch run multiplies on every core. The variable must be set before the
+# library loads.
+if _threads_from_argv():
+    os.environ["OPENBLAS_NUM_THREADS"] = _threads_from_argv()
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures"))
 from torch_models import GPT  # noqa: E402
