@@ -63,15 +63,37 @@ void Generator::twist() {
     next_ = 0;
 }
 
-uint32_t Generator::random() {
-    if (--left_ == 0) twist();
-    // Tempering: a fixed invertible bit mix that evens out the word's bits.
-    uint32_t y = state_[next_++];
+// Tempering: a fixed invertible bit mix that evens out the word's bits.
+static inline uint32_t temper(uint32_t y) {
     y ^= y >> 11;
     y ^= (y << 7) & 0x9D2C5680u;
     y ^= (y << 15) & 0xEFC60000u;
     y ^= y >> 18;
     return y;
+}
+
+uint32_t Generator::random() {
+    if (--left_ == 0) twist();
+    return temper(state_[next_++]);
+}
+
+void Generator::random_words(uint32_t* out, int64_t n) {
+    // random() reads left_ - 1 words before its next twist. The draw that
+    // twists reads state_[0] and leaves left_ at kN, as if left_ had been
+    // kN + 1 before it.
+    while (n > 0) {
+        if (left_ == 1) {
+            twist();
+            left_ = kN + 1;
+        }
+        const int64_t take = std::min<int64_t>(n, left_ - 1);
+        const uint32_t* words = state_.data() + next_;
+        for (int64_t i = 0; i < take; ++i) out[i] = temper(words[i]); // vectorises
+        out += take;
+        n -= take;
+        next_ += static_cast<uint32_t>(take);
+        left_ -= static_cast<int32_t>(take);
+    }
 }
 
 uint64_t Generator::random64() {
@@ -361,9 +383,27 @@ Tensor& Tensor::bernoulli_(double p, Generator* generator) {
     if (!(p >= 0.0 && p <= 1.0))
         fail<ValueError>("bernoulli_", "p must be in [0, 1], got p=", p, " (tensor of shape ", shape(), ")");
     Generator& gen = generator_or_default(generator);
-    // One u53 per element, 1 when u53 < p (a double comparison), in any dtype.
+    // One u53 per element (two words, the first the high half), 1 when
+    // u53 * 2^-53 < p. Scaling by 2^53 is exact, so that is the integer test
+    // u53 < ceil(p * 2^53): the same outcome without a conversion.
+    const uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 0x1p53));
+    const uint64_t low53 = (uint64_t{1} << 53) - 1;
+    // Words are drawn a block at a time, exactly two per element in all.
+    constexpr int64_t kBlock = 4096;
+    uint32_t words[kBlock];
+    int64_t left = 2 * numel(), have = 0, at = 0;
     dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
-        for_each_in_memory_order<T>(*this, [&](T& x) { x = static_cast<T>(gen.uniform_double() < p); });
+        for_each_in_memory_order<T>(*this, [&](T& x) {
+            if (at == have) {
+                have = std::min(left, kBlock);
+                gen.random_words(words, have);
+                left -= have;
+                at = 0;
+            }
+            const uint64_t r = (uint64_t{words[at]} << 32 | words[at + 1]) & low53;
+            at += 2;
+            x = static_cast<T>(r < threshold);
+        });
     });
     finish_fill(*this, "BernoulliBackward1");
     return *this;

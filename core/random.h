@@ -33,6 +33,9 @@ public:
     uint32_t random();
     // Two words, the first one as the high half.
     uint64_t random64();
+    // The next n words into out: the same words, and the same state after,
+    // as n calls of random(), a block at a time (the fast path of fills).
+    void random_words(uint32_t* out, int64_t n);
 
     // Uniform floats from one draw: (r32 & 0xFFFFFF) * 2^-24 and
     // (r64 & (2^53 - 1)) * 2^-53, as PyTorch's uniform kernels make them.

@@ -415,6 +415,33 @@ TEST_CASE("bernoulli_: int64, bool and transposed targets", "[random]") {
     require_equal(base, fx("bernoulli_.transposed.base").to(kFloat32), "transposed view, memory order");
 }
 
+TEST_CASE("bernoulli_: a large fill draws its words in blocks, exactly two per element", "[random]") {
+    manual_seed(53);
+    Tensor big = empty({3000, 7});
+    big.bernoulli_(0.2);
+    require_equal(sample(big), fx("bernoulli_.large.sample").to(kFloat32), "sampled elements");
+    REQUIRE(big.sum().to(kInt64).item<int64_t>() == fx("bernoulli_.large.ones").item<int64_t>());
+    require_equal(rand({5}), fx("bernoulli_.large.next_rand5"), "the generator's state after the fill");
+}
+
+TEST_CASE("random_words gives the words, and leaves the state, of one random() per word", "[random]") {
+    // Lengths that end before, at and past a twist, from positions that do the same.
+    for (int64_t skip : {0, 1, 623, 624, 625}) {
+        for (int64_t n : {1, 2, 623, 624, 625, 1300, 5000}) {
+            Generator one(77), bulk(77);
+            for (int64_t i = 0; i < skip; ++i) {
+                one.random();
+                bulk.random();
+            }
+            std::vector<uint32_t> words(static_cast<size_t>(n));
+            bulk.random_words(words.data(), n);
+            for (int64_t i = 0; i < n; ++i) REQUIRE(words[static_cast<size_t>(i)] == one.random());
+            REQUIRE(bulk.get_state() == one.get_state());
+            REQUIRE(bulk.random() == one.random());
+        }
+    }
+}
+
 TEST_CASE("bernoulli: a float32 p compares a u24, a float64 p a u53", "[random]") {
     manual_seed(52);
     require_equal(bernoulli(fx("bernoulli.p32")), fx("bernoulli.p32.out"), "float32 p");
