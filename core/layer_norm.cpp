@@ -100,7 +100,6 @@ void backward_kernel(const Tensor& dout, const Tensor& x, const Tensor& w, const
     if (dw.defined() || db.defined()) {
         T* pdw = dw.defined() ? dw.data_ptr<T>() : nullptr;
         T* pdb = db.defined() ? db.data_ptr<T>() : nullptr;
-        // Each thread owns a range of columns and sums them over all rows.
         // Each thread owns a range of columns and walks the rows in order, so
         // every sum runs over r in increasing order whatever the thread count,
         // and the inner loop reads contiguous memory.

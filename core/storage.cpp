@@ -60,7 +60,16 @@ public:
         // Fresh memory: first make room under the high-water mark.
         while (!lru_.empty() && stats_.allocated + stats_.cached + bytes > stats_.peak_allocated) release_oldest();
         ++stats_.misses;
-        return hand_out(::operator new(bytes, kAlignment), bytes);
+        void* p;
+        try {
+            p = ::operator new(bytes, kAlignment);
+        } catch (const std::bad_alloc&) {
+            // Kept buffers must never be why memory runs out: give them all
+            // back and try once more (a second failure reaches the caller).
+            while (!lru_.empty()) release_oldest();
+            p = ::operator new(bytes, kAlignment);
+        }
+        return hand_out(p, bytes);
     }
 
     void give_back(void* p, size_t bytes) {

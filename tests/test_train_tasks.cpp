@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "../examples/train/tasks.h"
-#include "support/process.h"
+#include "process.h"
 
 using namespace ember;
 using namespace train;
