@@ -140,8 +140,8 @@ void bench_batched(const Options& o, const Attention& a) {
 
 // Causal attention of q, k, v (B,NH,T,hs) as BatchedMultiHeadAttention computes it.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) {
-    Tensor scores = matmul(q, k.transpose(-2, -1)).masked_fill(mask, -INFINITY);
-    Tensor weights = softmax(scores / std::sqrt(static_cast<double>(q.size(-1))), -1);
+    Tensor scores = matmul(q, k.transpose(-2, -1));
+    Tensor weights = scaled_masked_softmax(scores, mask, std::sqrt(static_cast<double>(q.size(-1))), ScaleOp::divide);
     return matmul(weights, v);
 }
 

@@ -165,6 +165,13 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // ---- softmax, layer_norm, losses (core/softmax.cpp, layer_norm.cpp, loss.cpp) ----
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
+// Attention's scores-to-weights lines in one pass over the last dim:
+//   softmax(masked_fill(x * scale, mask, -inf), -1)   (op = multiply), or
+//   softmax(masked_fill(x, mask, -inf) / scale, -1)   (op = divide),
+// with the same bits as those ops one by one, forward and backward. mask is
+// bool (true = masked out), broadcastable to x, or undefined; scale > 0.
+enum class ScaleOp { multiply, divide };
+Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, ScaleOp op = ScaleOp::multiply);
 // logits (N,C) float, targets (N) int64 in [0, C) or ignore_index; mean over
 // the targets that are not ignored.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100);

@@ -34,6 +34,32 @@ void for_each_row(const Shape& shape, int64_t dim, const F& fn) {
     });
 }
 
+// One row of softmax (log = false) or log_softmax (log = true): the row's
+// elements are x[0], x[stride], ..., n of them. out may be x itself.
+template <typename T>
+void softmax_row(const T* x, T* out, int64_t stride, int64_t n, bool log) {
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i * stride]);
+    // sum = sum_i e^(x_i - m), accumulated in double. A -inf entry (a masked
+    // position) contributes e^-inf = 0 exactly, so it skips the exp.
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        T xi = x[i * stride];
+        T e = xi == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(xi - m);
+        if (!log) out[i * stride] = e;
+        sum += e;
+    }
+    if (log) {
+        // log_softmax = x - m - log(sum)
+        T log_sum = static_cast<T>(std::log(sum));
+        for (int64_t i = 0; i < n; ++i) out[i * stride] = x[i * stride] - m - log_sum;
+    } else {
+        // softmax = e^(x - m) * (1 / sum), as PyTorch's kernel does.
+        T scale = T(1) / static_cast<T>(sum);
+        for (int64_t i = 0; i < n; ++i) out[i * stride] *= scale;
+    }
+}
+
 // forward: the softmax (log = false) or log_softmax (log = true) of x along dim.
 Tensor softmax_forward(const Tensor& x_in, int64_t dim, bool log) {
     Tensor x = contiguous_data(x_in);
@@ -42,26 +68,7 @@ Tensor softmax_forward(const Tensor& x_in, int64_t dim, bool log) {
         const T* px = x.data_ptr<T>();
         T* po = out.data_ptr<T>();
         for_each_row(x.shape(), dim, [&](int64_t base, int64_t stride, int64_t n) {
-            const T* xr = px + base;
-            T* orow = po + base;
-            T m = -std::numeric_limits<T>::infinity();
-            for (int64_t i = 0; i < n; ++i) m = std::max(m, xr[i * stride]);
-            // sum = sum_i e^(x_i - m), accumulated in double.
-            double sum = 0;
-            for (int64_t i = 0; i < n; ++i) {
-                T e = std::exp(xr[i * stride] - m);
-                if (!log) orow[i * stride] = e;
-                sum += e;
-            }
-            if (log) {
-                // log_softmax = x - m - log(sum)
-                T log_sum = static_cast<T>(std::log(sum));
-                for (int64_t i = 0; i < n; ++i) orow[i * stride] = xr[i * stride] - m - log_sum;
-            } else {
-                // softmax = e^(x - m) * (1 / sum), as PyTorch's kernel does.
-                T scale = T(1) / static_cast<T>(sum);
-                for (int64_t i = 0; i < n; ++i) orow[i * stride] *= scale;
-            }
+            softmax_row(px + base, po + base, stride, n, log);
         });
     });
     return out;
@@ -121,6 +128,104 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
                 for (int64_t i = 0; i < n; ++i) dx[i * s] = g[i * s] - std::exp(y[i * s]) * total;
             })};
         });
+    return y;
+}
+
+
+// ---- scaled_masked_softmax: attention's three lines in one pass ----------------------------
+
+namespace {
+
+// Where row r of a mask expanded to x's shape starts: broadcast dims have
+// stride 0, and r splits over the leading dims like a multi-digit number.
+struct MaskRows {
+    const bool* base = nullptr; // null: nothing is masked
+    Shape sizes, strides;
+    int64_t step = 0; // stride along the row
+
+    const bool* row(int64_t r) const {
+        int64_t offset = 0;
+        for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d) {
+            offset += r % sizes[d] * strides[d];
+            r /= sizes[d];
+        }
+        return base + offset;
+    }
+};
+
+// `x op s`, with op the multiply or divide the attention code wrote.
+template <typename T>
+T apply_scale(T x, T s, ScaleOp op) {
+    return op == ScaleOp::divide ? x / s : x * s;
+}
+
+} // namespace
+
+Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, ScaleOp op) {
+    const char* name = "scaled_masked_softmax";
+    if (!x.is_floating_point())
+        fail<DTypeError>(name, "needs a floating point tensor, got ", dtype_name(x.dtype()), " of shape ", x.shape());
+    if (x.dim() < 1) fail<ShapeError>(name, "needs at least one dim to take the softmax over, got ", x.shape());
+    // Masking before or after scaling is the same only for a positive scale
+    // (-inf * s stays -inf), so that is all this op takes.
+    if (!(scale > 0) || !std::isfinite(scale))
+        fail<ValueError>(name, "scale must be positive and finite, got ", scale, " (input ", x.shape(), ")");
+    MaskRows masks;
+    Tensor m; // the mask expanded to x's shape, a view
+    if (mask.defined()) {
+        if (mask.dtype() != kBool)
+            fail<DTypeError>(name, "the mask must be a bool tensor (true = masked out), got ", dtype_name(mask.dtype()),
+                             " of shape ", mask.shape(), " for input ", x.shape());
+        if (broadcast_shapes(x.shape(), mask.shape(), name) != x.shape())
+            fail<ShapeError>(name, "mask of shape ", mask.shape(), " does not broadcast to the input's shape ", x.shape());
+        m = mask.expand(x.shape());
+        masks = {m.data_ptr<bool>(), m.shape(), m.strides(), m.strides().back()};
+    }
+    const int64_t n = x.size(-1);
+    Tensor xc = contiguous_data(x);
+    Tensor y = empty(x.shape(), x.dtype());
+    if (n == 0) return y; // no rows to normalise (and none to index the mask by)
+    // forward, per row of n: y = x op s, or -inf where masked; then softmax in place.
+    dispatch_floating(x.dtype(), name, [&]<typename T>(TypeTag<T>) {
+        const T* px = xc.data_ptr<T>();
+        T* py = y.data_ptr<T>();
+        const T s = static_cast<T>(scale); // cast first, as x * 0.125 on float32 does
+        for_each_row(x.shape(), x.dim() - 1, [&](int64_t base, int64_t, int64_t) {
+            const bool* mr = masks.base ? masks.row(base / n) : nullptr;
+            for (int64_t i = 0; i < n; ++i)
+                py[base + i] = mr && mr[i * masks.step] ? -std::numeric_limits<T>::infinity()
+                                                        : apply_scale(px[base + i], s, op);
+            softmax_row(py + base, py + base, 1, n, false);
+        });
+    });
+    // backward, per row: softmax's dS = y (dy - sum dy y); the mask's
+    // backward zeroes dS where masked; the scale's multiplies (or divides)
+    // by s. The same float operations in the same order as the three ops
+    // one by one, so the bits agree too.
+    if (needs_grad(x))
+        attach(y, "ScaledMaskedSoftmaxBackward", {x},
+               [ys = SavedTensor(y), ms = SavedTensor(m), masks, scale, op, n](const Tensor& dout) -> Grads {
+                   const Tensor& yv = ys.get();
+                   MaskRows rows = masks;
+                   if (rows.base) rows.base = ms.get().data_ptr<bool>(); // throws if changed in place since
+                   Tensor g = contiguous_data(dout);
+                   Tensor dx = empty(yv.shape(), yv.dtype());
+                   dispatch_floating(yv.dtype(), "scaled_masked_softmax", [&]<typename T>(TypeTag<T>) {
+                       const T* pyv = yv.data_ptr<T>();
+                       const T* pg = g.data_ptr<T>();
+                       T* pd = dx.data_ptr<T>();
+                       const T s = static_cast<T>(scale);
+                       for_each_row(yv.shape(), yv.dim() - 1, [&](int64_t base, int64_t, int64_t) {
+                           const bool* mr = rows.base ? rows.row(base / n) : nullptr;
+                           const T *yr = pyv + base, *gr = pg + base;
+                           T dot = 0;
+                           for (int64_t i = 0; i < n; ++i) dot += gr[i] * yr[i];
+                           for (int64_t i = 0; i < n; ++i)
+                               pd[base + i] = mr && mr[i * rows.step] ? T(0) : apply_scale(yr[i] * (gr[i] - dot), s, op);
+                       });
+                   });
+                   return {dx};
+               });
     return y;
 }
 

@@ -35,11 +35,14 @@ Tensor Head::forward(const Tensor& x) {
     Tensor k = key->forward(x);   // (B,T,hs)
     Tensor q = query->forward(x); // (B,T,hs)
     // Affinities: (B,T,hs) @ (B,hs,T) -> (B,T,T), scaled by hs^-0.5 so that
-    // their variance stays near 1 and softmax does not saturate.
-    Tensor wei = matmul(q, k.transpose(-2, -1)) * std::pow(static_cast<double>(k.size(-1)), -0.5);
-    // Causal: position t may only look at positions <= t.
-    wei = wei.masked_fill(tril.index({Slice(0, T), Slice(0, T)}) == 0, -INFINITY); // (B,T,T)
-    wei = softmax(wei, -1);                                                          // (B,T,T)
+    // their variance stays near 1 and softmax does not saturate; causal, so
+    // position t may only look at positions <= t. The notebook's three lines
+    //   wei = q @ k.transpose(-2,-1) * k.shape[-1]**-0.5
+    //   wei = wei.masked_fill(self.tril[:T, :T] == 0, float('-inf'))
+    //   wei = F.softmax(wei, dim=-1)
+    // run as one pass, with the same bits (scaled_masked_softmax, core/softmax.cpp).
+    Tensor wei = scaled_masked_softmax(matmul(q, k.transpose(-2, -1)), tril.index({Slice(0, T), Slice(0, T)}) == 0,
+                                       std::pow(static_cast<double>(k.size(-1)), -0.5)); // (B,T,T)
     wei = dropout->forward(wei);
     if (keep_attention) attention = wei.detach();
     Tensor v = value->forward(x); // (B,T,hs)
@@ -121,9 +124,13 @@ Tensor BatchedMultiHeadAttention::forward(const Tensor& x) {
         v = W_value->forward(x).view({B, T, NH, hs}).transpose(1, 2);
     }
     Tensor scores = matmul(q, k.transpose(-2, -1)); // (B,NH,T,hs) @ (B,NH,hs,T) -> (B,NH,T,T)
-    if (config.causal)
-        scores = scores.masked_fill(mask.index({Slice(0, T), Slice(0, T)}).to(kBool), -INFINITY);
-    Tensor weights = softmax(scores / std::pow(static_cast<double>(hs), 0.5), -1); // (B,NH,T,T)
+    // Raschka's lines
+    //   attn_scores.masked_fill_(mask_bool, -torch.inf)
+    //   attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+    // as one pass, with the same bits (scaled_masked_softmax, core/softmax.cpp).
+    Tensor causal = config.causal ? mask.index({Slice(0, T), Slice(0, T)}).to(kBool) : Tensor();
+    Tensor weights = scaled_masked_softmax(scores, causal, std::pow(static_cast<double>(hs), 0.5),
+                                           ScaleOp::divide); // (B,NH,T,T)
     weights = dropout->forward(weights);
     if (keep_attention) attention = weights.detach();
     // (B,NH,T,T) @ (B,NH,T,hs) -> (B,NH,T,hs) -> (B,T,NH,hs) -> (B,T,d_out):

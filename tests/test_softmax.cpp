@@ -1,5 +1,8 @@
-// softmax and log_softmax (core/softmax.cpp) against PyTorch, with gradient
-// checks, stability for large logits, and fully masked rows.
+// softmax, log_softmax and scaled_masked_softmax (core/softmax.cpp) against
+// PyTorch, with gradient checks, stability for large logits, fully masked
+// rows, and the fused op's bits against the ops it fuses.
+#include <cmath>
+
 #include <catch2/catch.hpp>
 
 #include "check.h"
@@ -21,6 +24,12 @@ const std::vector<OpCase>& cases() {
         {"log_softmax.last", [](V in) { return log_softmax(in[0], -1); }},
         {"log_softmax.dim0", [](V in) { return log_softmax(in[0], 0); }},
         {"log_softmax.large_logits", [](V in) { return log_softmax(in[0] * 100, -1); }},
+        {"scaled_masked.head", [](V in) { return scaled_masked_softmax(in[0], in[1], std::pow(8.0, -0.5)); }},
+        {"scaled_masked.batched",
+         [](V in) { return scaled_masked_softmax(in[0], in[1], std::pow(8.0, 0.5), ScaleOp::divide); }},
+        {"scaled_masked.no_mask", [](V in) { return scaled_masked_softmax(in[0], Tensor(), 0.3); }},
+        {"scaled_masked.broadcast", [](V in) { return scaled_masked_softmax(in[0], in[1], 3.0, ScaleOp::divide); }},
+        {"scaled_masked.float64", [](V in) { return scaled_masked_softmax(in[0], in[1], 0.7); }},
     };
     return all;
 }
@@ -48,4 +57,44 @@ TEST_CASE("softmax rejects bad dims and dtypes", "[softmax][errors]") {
     CHECK_THROWS_AS(softmax(ones({2, 3}), 2), IndexError);
     CHECK_THROWS_WITH(softmax(ones({2, 3}), 2), Catch::Contains("[softmax]"));
     CHECK_THROWS_AS(log_softmax(ones({2}, kInt64), 0), DTypeError);
+}
+
+// The fused op promises the bits of the lines it replaces, so a notebook's
+// numbers do not change when its attention runs through it. Both spellings of
+// the scale, at a head size whose square root is not a power of two.
+TEST_CASE("scaled_masked_softmax has the bits of scale, masked_fill and softmax one by one", "[softmax]") {
+    manual_seed(7);
+    const int64_t T = 13;
+    Tensor causal = tril(ones({T, T})) == 0;
+    for (ScaleOp op : {ScaleOp::multiply, ScaleOp::divide}) {
+        const double s = op == ScaleOp::multiply ? std::pow(8.0, -0.5) : std::pow(8.0, 0.5);
+        Tensor x = (randn({3, 4, T, T}) * 4).requires_grad_();
+        Tensor x2 = x.detach().clone().requires_grad_();
+        Tensor g = randn({3, 4, T, T});
+        Tensor fused = scaled_masked_softmax(x, causal, s, op);
+        Tensor unfused = op == ScaleOp::multiply ? softmax((x2 * s).masked_fill(causal, -INFINITY), -1)
+                                                 : softmax(x2.masked_fill(causal, -INFINITY) / s, -1);
+        require_equal(fused, unfused, "weights");
+        fused.backward(g);
+        unfused.backward(g);
+        require_equal(x.grad(), x2.grad(), "gradients");
+        // The masked positions get exactly zero, forward and back.
+        REQUIRE(sum(fused.masked_fill(causal == 0, 0)).item() == 0);
+        REQUIRE(sum(abs(x.grad()).masked_fill(causal == 0, 0)).item() == 0);
+    }
+}
+
+TEST_CASE("scaled_masked_softmax rejects bad masks, scales and dtypes", "[softmax][errors]") {
+    Tensor x = ones({2, 3, 3});
+    CHECK_THROWS_AS(scaled_masked_softmax(x, ones({3, 3}), 1.0), DTypeError);
+    CHECK_THROWS_AS(scaled_masked_softmax(x, ones({4, 3}) == 0, 1.0), ShapeError);
+    CHECK_THROWS_AS(scaled_masked_softmax(x, ones({5, 2, 3, 3}) == 0, 1.0), ShapeError); // wider than x
+    CHECK_THROWS_WITH(scaled_masked_softmax(x, ones({4, 3}) == 0, 1.0),
+                      Catch::Contains("[scaled_masked_softmax]") && Catch::Contains("(4,3)") && Catch::Contains("(2,3,3)"));
+    CHECK_THROWS_AS(scaled_masked_softmax(x, Tensor(), 0.0), ValueError);
+    CHECK_THROWS_AS(scaled_masked_softmax(x, Tensor(), -1.0), ValueError);
+    CHECK_THROWS_AS(scaled_masked_softmax(x, Tensor(), INFINITY), ValueError);
+    CHECK_THROWS_AS(scaled_masked_softmax(ones({2, 3}, kInt64), Tensor(), 1.0), DTypeError);
+    CHECK_THROWS_AS(scaled_masked_softmax(full({}, 1.0), Tensor(), 1.0), ShapeError);
+    REQUIRE(scaled_masked_softmax(ones({2, 0}), Tensor(), 1.0).shape() == Shape{2, 0});
 }
