@@ -28,6 +28,20 @@ struct Rows {
     int64_t grain() const { return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)); }
 };
 
+// sum_{j < n} f(j) in double, as eight interleaved partial sums (j mod 8)
+// added at the end. One running sum makes every add wait for the one before
+// it; eight independent ones keep the adder busy. The order is fixed, so the
+// result does not depend on the thread count.
+template <typename F>
+double row_sum(int64_t n, const F& f) {
+    double part[8] = {};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int k = 0; k < 8; ++k) part[k] += f(j + k);
+    for (; j < n; ++j) part[j % 8] += f(j);
+    return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
 template <typename T>
 void forward_kernel(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Rows& rows, const Tensor& y,
                     const Tensor& mean, const Tensor& rstd) {
@@ -42,20 +56,21 @@ void forward_kernel(const Tensor& x, const Tensor& w, const Tensor& b, double ep
         for (int64_t r = begin; r < end; ++r) {
             const T* xr = px + r * n;
             // Two passes in double: the mean, then the squared deviations.
-            double m = 0;
-            for (int64_t j = 0; j < n; ++j) m += xr[j];
-            m /= static_cast<double>(n);
-            double v = 0;
-            for (int64_t j = 0; j < n; ++j) v += (xr[j] - m) * (xr[j] - m);
-            v /= static_cast<double>(n);
-            double s = 1.0 / std::sqrt(v + eps);
+            const double m = row_sum(n, [&](int64_t j) { return static_cast<double>(xr[j]); }) / static_cast<double>(n);
+            const double v = row_sum(n, [&](int64_t j) {
+                                 const double d = xr[j] - m;
+                                 return d * d;
+                             }) /
+                             static_cast<double>(n);
+            const double s = 1.0 / std::sqrt(v + eps);
             pm[r] = m;
             pr[r] = s;
             T* yr = py + r * n;
-            for (int64_t j = 0; j < n; ++j) {
-                T xhat = static_cast<T>((xr[j] - m) * s);
-                yr[j] = (pw ? xhat * pw[j] : xhat) + (pb ? pb[j] : T(0));
-            }
+            for (int64_t j = 0; j < n; ++j) yr[j] = static_cast<T>((xr[j] - m) * s); // xhat
+            if (pw)
+                for (int64_t j = 0; j < n; ++j) yr[j] *= pw[j];
+            if (pb)
+                for (int64_t j = 0; j < n; ++j) yr[j] += pb[j];
         }
     });
 }
@@ -70,7 +85,10 @@ void backward_kernel(const Tensor& dout, const Tensor& x, const Tensor& w, const
                      const Rows& rows, const Tensor& dx, const Tensor& dw, const Tensor& db) {
     const T* pg = dout.data_ptr<T>();
     const T* px = x.data_ptr<T>();
-    const T* pw = w.defined() ? w.data_ptr<T>() : nullptr;
+    // Without a weight, dxhat = dout * 1: exact, and it keeps branches out of the loops.
+    std::vector<T> ones;
+    if (!w.defined()) ones.assign(static_cast<size_t>(rows.n), T(1));
+    const T* pw = w.defined() ? w.data_ptr<T>() : ones.data();
     const double* pm = mean.data_ptr<double>();
     const double* pr = rstd.data_ptr<double>();
     const int64_t n = rows.n;
@@ -80,20 +98,14 @@ void backward_kernel(const Tensor& dout, const Tensor& x, const Tensor& w, const
             for (int64_t r = begin; r < end; ++r) {
                 const T* g = pg + r * n;
                 const T* xr = px + r * n;
-                double dxhat_mean = 0, dxhat_xhat_mean = 0;
-                for (int64_t j = 0; j < n; ++j) {
-                    double xhat = (xr[j] - pm[r]) * pr[r];
-                    double dxhat = pw ? static_cast<double>(g[j]) * pw[j] : g[j];
-                    dxhat_mean += dxhat;
-                    dxhat_xhat_mean += dxhat * xhat;
-                }
-                dxhat_mean /= static_cast<double>(n);
-                dxhat_xhat_mean /= static_cast<double>(n);
-                for (int64_t j = 0; j < n; ++j) {
-                    double xhat = (xr[j] - pm[r]) * pr[r];
-                    double dxhat = pw ? static_cast<double>(g[j]) * pw[j] : g[j];
-                    pd[r * n + j] = static_cast<T>(pr[r] * (dxhat - dxhat_mean - xhat * dxhat_xhat_mean));
-                }
+                const double m = pm[r], s = pr[r];
+                auto xhat = [&](int64_t j) { return (xr[j] - m) * s; };
+                auto dxhat = [&](int64_t j) { return static_cast<double>(g[j]) * pw[j]; };
+                const double dxhat_mean = row_sum(n, dxhat) / static_cast<double>(n);
+                const double dxhat_xhat_mean =
+                    row_sum(n, [&](int64_t j) { return dxhat(j) * xhat(j); }) / static_cast<double>(n);
+                for (int64_t j = 0; j < n; ++j)
+                    pd[r * n + j] = static_cast<T>(s * (dxhat(j) - dxhat_mean - xhat(j) * dxhat_xhat_mean));
             }
         });
     }
