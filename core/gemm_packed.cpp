@@ -3,17 +3,18 @@
 //
 //   for each block of kNc columns of C (jc):
 //     for each block of kKc values of k (pc):
-//       pack B[pc:+kc, jc:+nc] into panels of 16 columns        (shared, L3)
-//       in parallel, for each work item (a block of kMc rows of C, ic, and a
-//       range of 16-column panels):
-//         pack A[ic:+mc, pc:+kc] into panels of 6 rows           (per thread, L2)
-//         for each 16-column panel (jr), for each 6-row panel (ir):
-//           the micro-kernel: C[ir:+6, jr:+16] += Apanel @ Bpanel (registers)
+//       pack B[pc:+kc, jc:+nc] into panels of 16 columns     (threads share it, L3)
+//       in parallel, each thread a contiguous range of 6-row panels of C
+//       (or of 16-column panels, when C has fewer row panels than threads):
+//         for each block of kMc rows (ic) in that range:
+//           pack A[ic:+mc, pc:+kc] into panels of 6 rows        (per thread, L2)
+//           for each 16-column panel (jr), for each 6-row panel (ir):
+//             the micro-kernel: C[ir:+6, jr:+16] += Apanel @ Bpanel (registers)
 //
 // Packing lays each panel out in exactly the order the micro-kernel reads
 // it, whatever the strides of A and B (a transposed operand costs one copy
 // of each block), and pads the last panels with zeros so the kernel never
-// branches. Work items own disjoint tiles of C, and every C element sums its
+// branches. Threads own disjoint tiles of C, and every C element sums its
 // k in the same order whatever the thread count: results do not depend on it.
 // docs/matmul.md explains it with a picture.
 #include <algorithm>
@@ -51,9 +52,11 @@ private:
     size_t size_ = 0;
 };
 
-// B[pc:pc+kc, jc:jc+nc] as panels of 16 columns: out[panel*kc*16 + p*16 + j].
-void pack_b(MatrixRef<const float> b, int64_t pc, int64_t kc, int64_t jc, int64_t nc, float* out) {
-    for (int64_t panel = 0; panel * kNr < nc; ++panel) {
+// Panels [panel_begin, panel_end) of B[pc:pc+kc, jc:jc+nc] cut into panels
+// of 16 columns: out[panel*kc*16 + p*16 + j].
+void pack_b(MatrixRef<const float> b, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t panel_begin,
+            int64_t panel_end, float* out) {
+    for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
         const int64_t j0 = jc + panel * kNr, cols = std::min(kNr, nc - panel * kNr);
         float* dst = out + panel * kc * kNr;
         for (int64_t p = 0; p < kc; ++p) {
@@ -98,10 +101,34 @@ void tile(int64_t kc, const float* ap, const float* bp, MatrixRef<float> c, int6
         for (int64_t j = 0; j < cols; ++j) c.at(i0 + i, j0 + j) = local[i * kNr + j];
 }
 
+// C's rows [6 rp_begin, 6 rp_end) and 16-column panels [jp_begin, jp_end) of
+// one (jc, pc) block, B's block packed at bp. A is packed kMc rows at a time
+// into this thread's scratch; then for each panel of B (in L1) the kernel
+// runs down the packed rows (in L2).
+void block_rows(MatrixRef<const float> a, MatrixRef<float> c, const float* bp, int64_t pc, int64_t kc, int64_t jc,
+                int64_t nc, int64_t rp_begin, int64_t rp_end, int64_t jp_begin, int64_t jp_end, bool add) {
+    static thread_local Scratch a_scratch;
+    float* ap = a_scratch.get(static_cast<size_t>(kMc * kc));
+    const int64_t row_end = std::min(c.rows, rp_end * kMr);
+    for (int64_t ic = rp_begin * kMr; ic < row_end; ic += kMc) {
+        const int64_t mc = std::min(kMc, row_end - ic);
+        pack_a(a, ic, mc, pc, kc, ap);
+        for (int64_t jp = jp_begin; jp < jp_end; ++jp) {
+            const int64_t j0 = jp * kNr, cols = std::min(kNr, nc - j0);
+            for (int64_t ip = 0; ip * kMr < mc; ++ip) {
+                const int64_t rows = std::min(kMr, mc - ip * kMr);
+                tile(kc, ap + ip * kc * kMr, bp + jp * kc * kNr, c, ic + ip * kMr, jc + j0, rows, cols, add);
+            }
+        }
+    }
+}
+
 } // namespace
 
 void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
+    const int64_t row_panels = (m + kMr - 1) / kMr;
+    const int64_t threads = get_num_threads();
     static thread_local Scratch b_scratch;
     for (int64_t jc = 0; jc < n; jc += kNc) {
         const int64_t nc = std::min(kNc, n - jc);
@@ -109,42 +136,26 @@ void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
         for (int64_t pc = 0; pc < k; pc += kKc) {
             const int64_t kc = std::min(kKc, k - pc);
             float* bp = b_scratch.get(static_cast<size_t>(n_panels * kc * kNr));
-            pack_b(b, pc, kc, jc, nc, bp);
+            // Threads pack B's panels side by side (a panel is a kc x 16 copy).
+            parallel_for(0, n_panels, std::max<int64_t>(1, kGemmParallelWork / 8 / (kc * kNr)),
+                         [&](int64_t begin, int64_t end) { pack_b(b, pc, kc, jc, nc, begin, end, bp); });
             // The first k block starts C from zero (or from C when
             // accumulating); later blocks add to what earlier ones left.
             const bool add = accumulate || pc > 0;
-
-            // Work items: each block of kMc rows, split into `groups` ranges
-            // of B panels when there are fewer row blocks than threads (a
-            // product with few rows still uses every core).
-            const int64_t row_blocks = (m + kMc - 1) / kMc;
-            const int64_t threads = get_num_threads();
-            const int64_t groups = std::min(n_panels, std::max<int64_t>(1, (threads + row_blocks - 1) / row_blocks));
-            const int64_t items = row_blocks * groups;
-            // Enough multiply-adds per item to be worth a thread.
-            const int64_t work_per_item = std::min(kMc, m) * kc * std::max<int64_t>(nc / groups, 1);
-            const int64_t grain = std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(work_per_item, 1));
-            parallel_for(0, items, grain, [&](int64_t begin, int64_t end) {
-                static thread_local Scratch a_scratch;
-                float* ap = a_scratch.get(static_cast<size_t>(((kMc + kMr - 1) / kMr) * kMr * kc));
-                int64_t packed_block = -1;
-                for (int64_t item = begin; item < end; ++item) {
-                    const int64_t rb = item / groups, group = item % groups;
-                    const int64_t ic = rb * kMc, mc = std::min(kMc, m - ic);
-                    if (rb != packed_block) { // consecutive items of one row block share its packing
-                        pack_a(a, ic, mc, pc, kc, ap);
-                        packed_block = rb;
-                    }
-                    const int64_t panel_begin = group * n_panels / groups, panel_end = (group + 1) * n_panels / groups;
-                    for (int64_t jp = panel_begin; jp < panel_end; ++jp) {
-                        const int64_t j0 = jp * kNr, cols = std::min(kNr, nc - j0);
-                        for (int64_t ip = 0; ip * kMr < mc; ++ip) {
-                            const int64_t rows = std::min(kMr, mc - ip * kMr);
-                            tile(kc, ap + ip * kc * kMr, bp + jp * kc * kNr, c, ic + ip * kMr, jc + j0, rows, cols, add);
-                        }
-                    }
-                }
-            });
+            // Threads split C's rows in whole 6-row panels, so their shares
+            // differ by at most 6 rows. A product with fewer row panels than
+            // threads splits its columns instead, so it still uses every core.
+            if (row_panels >= threads) {
+                const int64_t grain = std::max<int64_t>(1, kGemmParallelWork / (kMr * kc * nc));
+                parallel_for(0, row_panels, grain, [&](int64_t begin, int64_t end) {
+                    block_rows(a, c, bp, pc, kc, jc, nc, begin, end, 0, n_panels, add);
+                });
+            } else {
+                const int64_t grain = std::max<int64_t>(1, kGemmParallelWork / (m * kc * kNr));
+                parallel_for(0, n_panels, grain, [&](int64_t begin, int64_t end) {
+                    block_rows(a, c, bp, pc, kc, jc, nc, 0, row_panels, begin, end, add);
+                });
+            }
         }
     }
 }
