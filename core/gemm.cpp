@@ -135,6 +135,7 @@ constexpr int64_t kDirectWork = int64_t{1} << 22;
 
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
+    if (m == 0 || n == 0) return; // nothing to write
     if (gemm_uses_avx2() && k > 0) {
         if (c.col_stride == 1 && m * n * k <= kDirectWork) {
             detail::gemm_direct_avx2(a, b, c, accumulate);

@@ -5,7 +5,7 @@
 //     for each block of kKc values of k (pc):
 //       pack B[pc:+kc, jc:+nc] into panels of 16 columns     (threads share it, L3)
 //       in parallel, each thread a contiguous range of 6-row panels of C
-//       (or of 16-column panels, when C has fewer row panels than threads):
+//       (or of 16-column panels, when C has few rows):
 //         for each block of kMc rows (ic) in that range:
 //           pack A[ic:+mc, pc:+kc] into panels of 6 rows        (per thread, L2)
 //           for each 16-column panel (jr), for each 6-row panel (ir):
@@ -142,10 +142,11 @@ void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
             // The first k block starts C from zero (or from C when
             // accumulating); later blocks add to what earlier ones left.
             const bool add = accumulate || pc > 0;
-            // Threads split C's rows in whole 6-row panels, so their shares
-            // differ by at most 6 rows. A product with fewer row panels than
-            // threads splits its columns instead, so it still uses every core.
-            if (row_panels >= threads) {
+            // Threads split C's rows in whole 6-row panels, ceil(panels /
+            // threads) each. A product with fewer than four row panels per
+            // thread splits its 16-column panels instead, so that no thread
+            // sits idle for want of rows.
+            if (row_panels >= 4 * threads) {
                 const int64_t grain = std::max<int64_t>(1, kGemmParallelWork / (kMr * kc * nc));
                 parallel_for(0, row_panels, grain, [&](int64_t begin, int64_t end) {
                     block_rows(a, c, bp, pc, kc, jc, nc, begin, end, 0, n_panels, add);

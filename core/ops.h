@@ -168,8 +168,9 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 // Attention's scores-to-weights lines in one pass over the last dim:
 //   softmax(masked_fill(x * scale, mask, -inf), -1)   (op = multiply), or
 //   softmax(masked_fill(x, mask, -inf) / scale, -1)   (op = divide),
-// with the same bits as those ops one by one, forward and backward. mask is
-// bool (true = masked out), broadcastable to x, or undefined; scale > 0.
+// with the same bits as those ops one by one, forward and backward. x is
+// (..., T, T) scores, e.g. (B,NH,T,T); mask is bool (true = masked out),
+// broadcastable to x, e.g. (T,T), or undefined; scale > 0.
 enum class ScaleOp { multiply, divide };
 Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, ScaleOp op = ScaleOp::multiply);
 // logits (N,C) float, targets (N) int64 in [0, C) or ignore_index; mean over

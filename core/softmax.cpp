@@ -1,7 +1,8 @@
 // softmax and log_softmax along any dim, each a fused primitive with its own
-// backward.
+// backward; and scaled_masked_softmax, attention's scale, causal mask and
+// softmax in one pass each way, with the bits of the three ops one by one.
 //
-// Both subtract the row's max before exponentiating, so large logits cannot
+// All subtract the row's max before exponentiating, so large logits cannot
 // overflow: softmax(x) = e^(x - m) / sum e^(x - m) is the same function for
 // any m. A row that is all -inf (fully masked) gives NaN, as in PyTorch.
 // docs/softmax.md derives the backward passes. Tests: tests/test_softmax.cpp.
@@ -131,7 +132,6 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
     return y;
 }
 
-
 // ---- scaled_masked_softmax: attention's three lines in one pass ----------------------------
 
 namespace {
@@ -167,9 +167,12 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
         fail<DTypeError>(name, "needs a floating point tensor, got ", dtype_name(x.dtype()), " of shape ", x.shape());
     if (x.dim() < 1) fail<ShapeError>(name, "needs at least one dim to take the softmax over, got ", x.shape());
     // Masking before or after scaling is the same only for a positive scale
-    // (-inf * s stays -inf), so that is all this op takes.
-    if (!(scale > 0) || !std::isfinite(scale))
-        fail<ValueError>(name, "scale must be positive and finite, got ", scale, " (input ", x.shape(), ")");
+    // (-inf * s stays -inf), so that is all this op takes; positive and
+    // finite in x's dtype, where it is applied (1e39 is inf in float32).
+    const double applied = x.dtype() == kFloat32 ? static_cast<double>(static_cast<float>(scale)) : scale;
+    if (!(applied > 0) || !std::isfinite(applied))
+        fail<ValueError>(name, "scale must be positive and finite in ", dtype_name(x.dtype()), ", got ", scale,
+                         " (input ", x.shape(), ")");
     MaskRows masks;
     Tensor m; // the mask expanded to x's shape, a view
     if (mask.defined()) {
@@ -184,9 +187,9 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
     const int64_t n = x.size(-1);
     Tensor xc = contiguous_data(x);
     Tensor y = empty(x.shape(), x.dtype());
-    if (n == 0) return y; // no rows to normalise (and none to index the mask by)
-    // forward, per row of n: y = x op s, or -inf where masked; then softmax in place.
-    dispatch_floating(x.dtype(), name, [&]<typename T>(TypeTag<T>) {
+    // forward, per row of n: y = x op s, or -inf where masked; then softmax in
+    // place. (With n = 0 there is nothing to compute, nor a row to index.)
+    if (n > 0) dispatch_floating(x.dtype(), name, [&]<typename T>(TypeTag<T>) {
         const T* px = xc.data_ptr<T>();
         T* py = y.data_ptr<T>();
         const T s = static_cast<T>(scale); // cast first, as x * 0.125 on float32 does
@@ -210,7 +213,7 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
                    if (rows.base) rows.base = ms.get().data_ptr<bool>(); // throws if changed in place since
                    Tensor g = contiguous_data(dout);
                    Tensor dx = empty(yv.shape(), yv.dtype());
-                   dispatch_floating(yv.dtype(), "scaled_masked_softmax", [&]<typename T>(TypeTag<T>) {
+                   if (n > 0) dispatch_floating(yv.dtype(), "scaled_masked_softmax", [&]<typename T>(TypeTag<T>) {
                        const T* pyv = yv.data_ptr<T>();
                        const T* pg = g.data_ptr<T>();
                        T* pd = dx.data_ptr<T>();

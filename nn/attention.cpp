@@ -1,5 +1,6 @@
 // Head, MultiHeadAttention, BatchedMultiHeadAttention: see attention.h.
-// Each forward is the notebook's, line for line, with the shapes beside it.
+// Each forward is the notebook's, line for line, with the shapes beside it;
+// the scale, mask and softmax lines, quoted in comments, run as one op.
 #include "attention.h"
 
 #include <cmath>
@@ -73,8 +74,9 @@ Tensor MultiHeadAttention::forward(const Tensor& x) {
 // ---- BatchedMultiHeadAttention -------------------------------------------------------------------
 
 static const AttentionConfig& checked(const AttentionConfig& c) {
-    if (c.num_heads < 1 || c.d_out % c.num_heads != 0)
-        fail<ValueError>("BatchedMultiHeadAttention", "d_out=", c.d_out, " must be divisible by num_heads=", c.num_heads);
+    if (c.num_heads < 1 || c.d_out < 1 || c.d_out % c.num_heads != 0)
+        fail<ValueError>("BatchedMultiHeadAttention", "d_out=", c.d_out, " must be positive and divisible by num_heads=",
+                         c.num_heads);
     if (c.d_in < 1 || c.context_length < 1)
         fail<ValueError>("BatchedMultiHeadAttention", "d_in and context_length must be positive, got ", c.d_in, " and ",
                          c.context_length);

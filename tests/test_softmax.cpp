@@ -65,22 +65,28 @@ TEST_CASE("softmax rejects bad dims and dtypes", "[softmax][errors]") {
 TEST_CASE("scaled_masked_softmax has the bits of scale, masked_fill and softmax one by one", "[softmax]") {
     manual_seed(7);
     const int64_t T = 13;
-    Tensor causal = tril(ones({T, T})) == 0;
-    for (ScaleOp op : {ScaleOp::multiply, ScaleOp::divide}) {
-        const double s = op == ScaleOp::multiply ? std::pow(8.0, -0.5) : std::pow(8.0, 0.5);
-        Tensor x = (randn({3, 4, T, T}) * 4).requires_grad_();
-        Tensor x2 = x.detach().clone().requires_grad_();
-        Tensor g = randn({3, 4, T, T});
-        Tensor fused = scaled_masked_softmax(x, causal, s, op);
-        Tensor unfused = op == ScaleOp::multiply ? softmax((x2 * s).masked_fill(causal, -INFINITY), -1)
-                                                 : softmax(x2.masked_fill(causal, -INFINITY) / s, -1);
-        require_equal(fused, unfused, "weights");
-        fused.backward(g);
-        unfused.backward(g);
-        require_equal(x.grad(), x2.grad(), "gradients");
-        // The masked positions get exactly zero, forward and back.
-        REQUIRE(sum(fused.masked_fill(causal == 0, 0)).item() == 0);
-        REQUIRE(sum(abs(x.grad()).masked_fill(causal == 0, 0)).item() == 0);
+    // The lecture's mask; the same one sliced out of a larger buffer (rows
+    // 2T apart); and a transposed one (each row starting 1 apart).
+    Tensor big = tril(ones({2 * T, 2 * T})) == 0;
+    Tensor masks[] = {tril(ones({T, T})) == 0, big.index({Slice(0, T), Slice(0, T)}),
+                      (tril(ones({T, T})) == 0).t()};
+    for (const Tensor& causal : masks) {
+        for (ScaleOp op : {ScaleOp::multiply, ScaleOp::divide}) {
+            const double s = op == ScaleOp::multiply ? std::pow(8.0, -0.5) : std::pow(8.0, 0.5);
+            Tensor x = (randn({3, 4, T, T}) * 4).requires_grad_();
+            Tensor x2 = x.detach().clone().requires_grad_();
+            Tensor g = randn({3, 4, T, T});
+            Tensor fused = scaled_masked_softmax(x, causal, s, op);
+            Tensor unfused = op == ScaleOp::multiply ? softmax((x2 * s).masked_fill(causal, -INFINITY), -1)
+                                                     : softmax(x2.masked_fill(causal, -INFINITY) / s, -1);
+            require_equal(fused, unfused, "weights");
+            fused.backward(g);
+            unfused.backward(g);
+            require_equal(x.grad(), x2.grad(), "gradients");
+            // The masked positions get exactly zero, forward and back.
+            REQUIRE(sum(fused.masked_fill(causal == 0, 0)).item() == 0);
+            REQUIRE(sum(abs(x.grad()).masked_fill(causal == 0, 0)).item() == 0);
+        }
     }
 }
 
@@ -94,7 +100,12 @@ TEST_CASE("scaled_masked_softmax rejects bad masks, scales and dtypes", "[softma
     CHECK_THROWS_AS(scaled_masked_softmax(x, Tensor(), 0.0), ValueError);
     CHECK_THROWS_AS(scaled_masked_softmax(x, Tensor(), -1.0), ValueError);
     CHECK_THROWS_AS(scaled_masked_softmax(x, Tensor(), INFINITY), ValueError);
+    CHECK_THROWS_AS(scaled_masked_softmax(x, Tensor(), 1e39), ValueError);  // inf in float32
+    CHECK_THROWS_AS(scaled_masked_softmax(x, Tensor(), 1e-50), ValueError); // 0 in float32
     CHECK_THROWS_AS(scaled_masked_softmax(ones({2, 3}, kInt64), Tensor(), 1.0), DTypeError);
     CHECK_THROWS_AS(scaled_masked_softmax(full({}, 1.0), Tensor(), 1.0), ShapeError);
-    REQUIRE(scaled_masked_softmax(ones({2, 0}), Tensor(), 1.0).shape() == Shape{2, 0});
+    // Empty rows: an empty result, still on the graph like the unfused ops'.
+    Tensor empty_rows = scaled_masked_softmax(ones({2, 0}).requires_grad_(), Tensor(), 1.0);
+    REQUIRE(empty_rows.shape() == Shape{2, 0});
+    REQUIRE(empty_rows.requires_grad());
 }
