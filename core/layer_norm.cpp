@@ -86,9 +86,9 @@ void backward_kernel(const Tensor& dout, const Tensor& x, const Tensor& w, const
     const T* pg = dout.data_ptr<T>();
     const T* px = x.data_ptr<T>();
     // Without a weight, dxhat = dout * 1: exact, and it keeps branches out of the loops.
-    std::vector<T> ones;
-    if (!w.defined()) ones.assign(static_cast<size_t>(rows.n), T(1));
-    const T* pw = w.defined() ? w.data_ptr<T>() : ones.data();
+    std::vector<T> unit_weight;
+    if (!w.defined()) unit_weight.assign(static_cast<size_t>(rows.n), T(1));
+    const T* pw = w.defined() ? w.data_ptr<T>() : unit_weight.data();
     const double* pm = mean.data_ptr<double>();
     const double* pr = rstd.data_ptr<double>();
     const int64_t n = rows.n;

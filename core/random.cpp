@@ -391,25 +391,27 @@ Tensor& Tensor::bernoulli_(double p, Generator* generator) {
     // Words are drawn a block at a time, exactly two per element in all.
     constexpr int64_t kBlock = 4096;
     uint32_t words[kBlock];
-    int64_t left = 2 * numel(), have = 0, at = 0;
     dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
+        // The element drawn from words w[0], w[1], without a branch on the
+        // outcome (a CPU would mispredict it as often as it is random): both
+        // below 2^54, u53 - threshold is negative, its top bit set, exactly
+        // when u53 < threshold.
+        auto draw = [&](const uint32_t* w) {
+            const uint64_t u53 = (uint64_t{w[0]} << 32 | w[1]) & low53;
+            return static_cast<T>(static_cast<int32_t>((u53 - threshold) >> 63));
+        };
         if (is_contiguous()) {
             // The common case (dropout's mask): whole blocks, with no test
-            // for a refill on every element, and no branch on the outcome
-            // (which a CPU would mispredict as often as it is random): with
-            // both below 2^54, u53 - threshold is negative, its top bit set,
-            // exactly when u53 < threshold. The same words in the same order.
+            // for a refill on every element.
             T* data = data_ptr<T>();
             for (int64_t start = 0; start < numel(); start += kBlock / 2) {
                 const int64_t count = std::min(kBlock / 2, numel() - start);
                 gen.random_words(words, 2 * count);
-                for (int64_t i = 0; i < count; ++i) {
-                    const uint64_t r = (uint64_t{words[2 * i]} << 32 | words[2 * i + 1]) & low53;
-                    data[start + i] = static_cast<T>(static_cast<int32_t>((r - threshold) >> 63));
-                }
+                for (int64_t i = 0; i < count; ++i) data[start + i] = draw(words + 2 * i);
             }
             return;
         }
+        int64_t left = 2 * numel(), have = 0, at = 0;
         for_each_in_memory_order<T>(*this, [&](T& x) {
             if (at == have) {
                 have = std::min(left, kBlock);
@@ -417,9 +419,8 @@ Tensor& Tensor::bernoulli_(double p, Generator* generator) {
                 left -= have;
                 at = 0;
             }
-            const uint64_t r = (uint64_t{words[at]} << 32 | words[at + 1]) & low53;
+            x = draw(words + at);
             at += 2;
-            x = static_cast<T>(r < threshold);
         });
     });
     finish_fill(*this, "BernoulliBackward1");

@@ -136,20 +136,22 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
 
 namespace {
 
-// Where row r of a mask expanded to x's shape starts: broadcast dims have
-// stride 0, and r splits over the leading dims like a multi-digit number.
+// The rows of a mask already expanded to x's shape (undefined: nothing is
+// masked). Broadcast dims have stride 0, and row r's index splits over the
+// leading dims like a multi-digit number.
 struct MaskRows {
-    const bool* base = nullptr; // null: nothing is masked
-    Shape sizes, strides;
-    int64_t step = 0; // stride along the row
+    const Tensor& m;
+    int64_t step = m.defined() ? m.strides().back() : 0; // stride along a row
 
+    // Where row r starts, or null when nothing is masked.
     const bool* row(int64_t r) const {
+        if (!m.defined()) return nullptr;
         int64_t offset = 0;
-        for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d) {
-            offset += r % sizes[d] * strides[d];
-            r /= sizes[d];
+        for (int64_t d = m.dim() - 2; d >= 0; --d) {
+            offset += r % m.size(d) * m.strides()[d];
+            r /= m.size(d);
         }
-        return base + offset;
+        return m.data_ptr<bool>() + offset;
     }
 };
 
@@ -173,7 +175,6 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
     if (!(applied > 0) || !std::isfinite(applied))
         fail<ValueError>(name, "scale must be positive and finite in ", dtype_name(x.dtype()), ", got ", scale,
                          " (input ", x.shape(), ")");
-    MaskRows masks;
     Tensor m; // the mask expanded to x's shape, a view
     if (mask.defined()) {
         if (mask.dtype() != kBool)
@@ -182,7 +183,6 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
         if (broadcast_shapes(x.shape(), mask.shape(), name) != x.shape())
             fail<ShapeError>(name, "mask of shape ", mask.shape(), " does not broadcast to the input's shape ", x.shape());
         m = mask.expand(x.shape());
-        masks = {m.data_ptr<bool>(), m.shape(), m.strides(), m.strides().back()};
     }
     const int64_t n = x.size(-1);
     Tensor xc = contiguous_data(x);
@@ -193,8 +193,9 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
         const T* px = xc.data_ptr<T>();
         T* py = y.data_ptr<T>();
         const T s = static_cast<T>(scale); // cast first, as x * 0.125 on float32 does
+        const MaskRows masks{m};
         for_each_row(x.shape(), x.dim() - 1, [&](int64_t base, int64_t, int64_t) {
-            const bool* mr = masks.base ? masks.row(base / n) : nullptr;
+            const bool* mr = masks.row(base / n);
             for (int64_t i = 0; i < n; ++i)
                 py[base + i] = mr && mr[i * masks.step] ? -std::numeric_limits<T>::infinity()
                                                         : apply_scale(px[base + i], s, op);
@@ -207,10 +208,9 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
     // one by one, so the bits agree too.
     if (needs_grad(x))
         attach(y, "ScaledMaskedSoftmaxBackward", {x},
-               [ys = SavedTensor(y), ms = SavedTensor(m), masks, scale, op, n](const Tensor& dout) -> Grads {
+               [ys = SavedTensor(y), ms = SavedTensor(m), scale, op, n](const Tensor& dout) -> Grads {
                    const Tensor& yv = ys.get();
-                   MaskRows rows = masks;
-                   if (rows.base) rows.base = ms.get().data_ptr<bool>(); // throws if changed in place since
+                   const MaskRows masks{ms.get()}; // get() throws if the mask changed in place since
                    Tensor g = contiguous_data(dout);
                    Tensor dx = empty(yv.shape(), yv.dtype());
                    if (n > 0) dispatch_floating(yv.dtype(), "scaled_masked_softmax", [&]<typename T>(TypeTag<T>) {
@@ -219,12 +219,12 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
                        T* pd = dx.data_ptr<T>();
                        const T s = static_cast<T>(scale);
                        for_each_row(yv.shape(), yv.dim() - 1, [&](int64_t base, int64_t, int64_t) {
-                           const bool* mr = rows.base ? rows.row(base / n) : nullptr;
+                           const bool* mr = masks.row(base / n);
                            const T *yr = pyv + base, *gr = pg + base;
                            T dot = 0;
                            for (int64_t i = 0; i < n; ++i) dot += gr[i] * yr[i];
                            for (int64_t i = 0; i < n; ++i)
-                               pd[base + i] = mr && mr[i * rows.step] ? T(0) : apply_scale(yr[i] * (gr[i] - dot), s, op);
+                               pd[base + i] = mr && mr[i * masks.step] ? T(0) : apply_scale(yr[i] * (gr[i] - dot), s, op);
                        });
                    });
                    return {dx};
