@@ -12,6 +12,7 @@
 // independent FMAs (2 per row) against 2 loads of B and 6 broadcasts of A,
 // enough to keep both FMA units busy without waiting on a result.
 // docs/matmul.md draws it; tests/test_matmul.cpp checks it against gemm_reference.
+#include <algorithm>
 #include <cstdint>
 
 #include "gemm_packed.h"
@@ -73,12 +74,102 @@ static void tile_6x16(int64_t k, const float* const a[6], int64_t acs, const flo
     _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 }
 
-// The packed driver's micro-kernel: a packed as kc groups of 6
-// (a[p*6 + i] = A[i][p]) and b as kc rows of 16 (b[p*16 + j] = B[p][j]).
-void kernel_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool add) {
-    const float* rows[6] = {a, a + 1, a + 2, a + 3, a + 4, a + 5};
+// The packed driver's micro-kernel: b packed as kc rows of 16 (b[p*16 + j]
+// = B[p][j]), row i of A at a[i] with its elements acs apart (a packed
+// panel of A is a[i] = panel + i, acs = 6).
+void kernel_6x16_avx2(int64_t kc, const float* const a[6], int64_t acs, const float* b, float* c, int64_t ldc,
+                      bool add) {
     const __m256i all = _mm256_set1_epi32(-1);
-    tile_6x16<false>(kc, rows, 6, b, 16, all, all, c, ldc, add);
+    tile_6x16<false>(kc, a, acs, b, 16, all, all, c, ldc, add);
+}
+
+// ---- thin edges: the last 1 to 4 columns of C ------------------------------------------------
+//
+// A 6x16 tile spends all 16 columns' work on an edge of C only 1 to 4 columns
+// wide, such as the 65th column of lm_head's output: a fifth of that
+// product's arithmetic thrown away. Here the rows of A ride in the lanes of
+// a vector instead, 8 rows to a vector, two vectors at a time (one fused
+// multiply-add waits on the last, so one vector alone would wait), and each
+// element of B is broadcast. Each C element still sums over p in increasing
+// order, one fused multiply-add per step: the same bits as the tile.
+
+// Vector q of out holds A[row r][p0 + q] in lane r: the 8x8 block of the
+// eight rows at columns p0..p0+7, transposed (A's columns contiguous).
+static void transposed_8x8(const float* const row[8], int64_t p0, __m256 out[8]) {
+    const __m256 r0 = _mm256_loadu_ps(row[0] + p0), r1 = _mm256_loadu_ps(row[1] + p0);
+    const __m256 r2 = _mm256_loadu_ps(row[2] + p0), r3 = _mm256_loadu_ps(row[3] + p0);
+    const __m256 r4 = _mm256_loadu_ps(row[4] + p0), r5 = _mm256_loadu_ps(row[5] + p0);
+    const __m256 r6 = _mm256_loadu_ps(row[6] + p0), r7 = _mm256_loadu_ps(row[7] + p0);
+    // Pairs of rows interleaved: t0 = r0[0] r1[0] r0[1] r1[1] | r0[4] r1[4] r0[5] r1[5], ...
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    // Quads: s0 = column 0 of rows 0-3 | column 4 of rows 0-3, ...
+    const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    // Halves joined: rows 0-3 from one quad, rows 4-7 from its partner.
+    out[0] = _mm256_permute2f128_ps(s0, s4, 0x20), out[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+    out[1] = _mm256_permute2f128_ps(s1, s5, 0x20), out[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    out[2] = _mm256_permute2f128_ps(s2, s6, 0x20), out[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+    out[3] = _mm256_permute2f128_ps(s3, s7, 0x20), out[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// A[rows r][p] for the 8 rows at row[0..7], one per lane.
+static __m256 column(const float* const row[8], int64_t p) {
+    return _mm256_setr_ps(row[0][p], row[1][p], row[2][p], row[3][p], row[4][p], row[5][p], row[6][p], row[7][p]);
+}
+
+// Up to 16 rows of the edge, Cols columns wide.
+template <int Cols>
+static void edge_16(MatrixRef<const float> a, int64_t i0, const float* b, int64_t brs, MatrixRef<float> c, bool add) {
+    const int64_t k = a.cols, rows = std::min<int64_t>(16, a.rows - i0), acs = a.col_stride;
+    // Past the last row, repeat it: the extra lanes are computed and dropped.
+    const float* row[16];
+    for (int64_t r = 0; r < 16; ++r) row[r] = a.data + (i0 + std::min(r, rows - 1)) * a.row_stride;
+    alignas(32) float lanes[16];
+    __m256 lo[Cols], hi[Cols]; // rows 0-7 and 8-15 of each column
+    for (int j = 0; j < Cols; ++j) {
+        for (int64_t r = 0; r < 16; ++r) lanes[r] = add && r < rows ? c.at(i0 + r, j) : 0.0f;
+        lo[j] = _mm256_load_ps(lanes), hi[j] = _mm256_load_ps(lanes + 8);
+    }
+    int64_t p = 0;
+    if (acs == 1) {
+        for (; p + 8 <= k; p += 8) {
+            __m256 x[8], y[8];
+            transposed_8x8(row, p, x), transposed_8x8(row + 8, p, y);
+            for (int q = 0; q < 8; ++q)
+                for (int j = 0; j < Cols; ++j) {
+                    const __m256 bj = _mm256_broadcast_ss(b + (p + q) * brs + j);
+                    lo[j] = _mm256_fmadd_ps(x[q], bj, lo[j]), hi[j] = _mm256_fmadd_ps(y[q], bj, hi[j]);
+                }
+        }
+    }
+    for (; p < k; ++p) { // A's rows contiguous (A transposed), columns strided, or the last p < 8
+        const __m256 x = a.row_stride == 1 && rows == 16 ? _mm256_loadu_ps(row[0] + p * acs) : column(row, p * acs);
+        const __m256 y = a.row_stride == 1 && rows == 16 ? _mm256_loadu_ps(row[8] + p * acs) : column(row + 8, p * acs);
+        for (int j = 0; j < Cols; ++j) {
+            const __m256 bj = _mm256_broadcast_ss(b + p * brs + j);
+            lo[j] = _mm256_fmadd_ps(x, bj, lo[j]), hi[j] = _mm256_fmadd_ps(y, bj, hi[j]);
+        }
+    }
+    for (int j = 0; j < Cols; ++j) {
+        _mm256_store_ps(lanes, lo[j]), _mm256_store_ps(lanes + 8, hi[j]);
+        for (int64_t r = 0; r < rows; ++r) c.at(i0 + r, j) = lanes[r];
+    }
+}
+
+void edge_columns_avx2(MatrixRef<const float> a, const float* b, int64_t brs, MatrixRef<float> c, bool add) {
+    for (int64_t i0 = 0; i0 < a.rows; i0 += 16) {
+        switch (c.cols) {
+        case 1: edge_16<1>(a, i0, b, brs, c, add); break;
+        case 2: edge_16<2>(a, i0, b, brs, c, add); break;
+        case 3: edge_16<3>(a, i0, b, brs, c, add); break;
+        default: edge_16<4>(a, i0, b, brs, c, add); break;
+        }
+    }
 }
 
 // ---- the direct driver, for small products -----------------------------------------------
@@ -90,6 +181,12 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
     alignas(32) float local[6 * 16];
     for (int64_t j0 = 0; j0 < c.cols; j0 += 16) {
         const int64_t cols = c.cols - j0 < 16 ? c.cols - j0 : 16;
+        if (cols <= kEdgeCols) {
+            const int64_t rows = row_end - row_begin;
+            edge_columns_avx2({a.data + row_begin * a.row_stride, rows, k, a.row_stride, a.col_stride}, b.data + j0,
+                              b.row_stride, {c.data + row_begin * c.row_stride + j0, rows, cols, c.row_stride, 1}, add);
+            continue;
+        }
         for (int j = 0; j < 16; ++j) lanes[j] = j < cols ? -1 : 0;
         const __m256i m0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
         const __m256i m1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes + 8));
@@ -120,12 +217,22 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
 // Built without AVX2 (another architecture): the same arithmetic in plain
 // C++, so the library links. gemm.cpp never calls it there, since
 // cpu_has_avx2_fma() is false.
-void kernel_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool add) {
+void kernel_6x16_avx2(int64_t kc, const float* const a[6], int64_t acs, const float* b, float* c, int64_t ldc,
+                      bool add) {
     for (int i = 0; i < 6; ++i)
         for (int j = 0; j < 16; ++j) {
             float sum = add ? c[i * ldc + j] : 0.0f;
-            for (int64_t p = 0; p < kc; ++p) sum += a[p * 6 + i] * b[p * 16 + j];
+            for (int64_t p = 0; p < kc; ++p) sum += a[i][p * acs] * b[p * 16 + j];
             c[i * ldc + j] = sum;
+        }
+}
+
+void edge_columns_avx2(MatrixRef<const float> a, const float* b, int64_t brs, MatrixRef<float> c, bool add) {
+    for (int64_t i = 0; i < a.rows; ++i)
+        for (int64_t j = 0; j < c.cols; ++j) {
+            float sum = add ? c.at(i, j) : 0.0f;
+            for (int64_t p = 0; p < a.cols; ++p) sum += a.at(i, p) * b[p * brs + j];
+            c.at(i, j) = sum;
         }
 }
 

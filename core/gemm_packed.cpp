@@ -32,6 +32,7 @@ constexpr int64_t kMr = 6, kNr = 16; // the micro-kernel's tile
 constexpr int64_t kMc = 96;          // rows of A per packed block: 96 x 256 floats = 96 KB (L2)
 constexpr int64_t kKc = 256;         // depth of a block
 constexpr int64_t kNc = 4096;        // columns of B per packed block: 256 x 4096 floats = 4 MB (L3)
+constexpr int64_t kInPlacePanels = 8; // at most this many panels of B: read A in place (block_rows)
 
 // A 64-byte-aligned scratch buffer that grows as needed and is reused, so
 // the hot loop allocates nothing once warm. One per thread (thread_local).
@@ -83,20 +84,20 @@ void pack_a(MatrixRef<const float> a, int64_t ic, int64_t mc, int64_t pc, int64_
     }
 }
 
-// One 6x16 tile of C. Full tiles of a row-major C go straight to the kernel;
-// edge tiles (and strided C) go through a local tile, of which only the
-// valid part is read and written back.
-void tile(int64_t kc, const float* ap, const float* bp, MatrixRef<float> c, int64_t i0, int64_t j0, int64_t rows,
-          int64_t cols, bool add) {
+// One 6x16 tile of C, row i of A at a[i] (elements acs apart). Full tiles
+// of a row-major C go straight to the kernel; edge tiles (and strided C) go
+// through a local tile, of which only the valid part is read and written back.
+void tile(int64_t kc, const float* const a[6], int64_t acs, const float* bp, MatrixRef<float> c, int64_t i0,
+          int64_t j0, int64_t rows, int64_t cols, bool add) {
     if (rows == kMr && cols == kNr && c.col_stride == 1) {
-        kernel_6x16_avx2(kc, ap, bp, &c.at(i0, j0), c.row_stride, add);
+        kernel_6x16_avx2(kc, a, acs, bp, &c.at(i0, j0), c.row_stride, add);
         return;
     }
     alignas(32) float local[kMr * kNr] = {};
     if (add)
         for (int64_t i = 0; i < rows; ++i)
             for (int64_t j = 0; j < cols; ++j) local[i * kNr + j] = c.at(i0 + i, j0 + j);
-    kernel_6x16_avx2(kc, ap, bp, local, kNr, add);
+    kernel_6x16_avx2(kc, a, acs, bp, local, kNr, add);
     for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; ++j) c.at(i0 + i, j0 + j) = local[i * kNr + j];
 }
@@ -105,19 +106,39 @@ void tile(int64_t kc, const float* ap, const float* bp, MatrixRef<float> c, int6
 // one (jc, pc) block, B's block packed at bp. A is packed kMc rows at a time
 // into this thread's scratch; then for each panel of B (in L1) the kernel
 // runs down the packed rows (in L2).
+//
+// Packing A pays when the kernel reads each packed row many times, once per
+// panel of B. With kInPlacePanels panels or fewer (C at most 128 columns
+// wide, such as lm_head's 65) the copy costs more than it saves, and the
+// kernel reads A where it lies instead, provided its rows or its columns are
+// contiguous.
 void block_rows(MatrixRef<const float> a, MatrixRef<float> c, const float* bp, int64_t pc, int64_t kc, int64_t jc,
                 int64_t nc, int64_t rp_begin, int64_t rp_end, int64_t jp_begin, int64_t jp_end, bool add) {
     static thread_local Scratch a_scratch;
-    float* ap = a_scratch.get(static_cast<size_t>(kMc * kc));
+    const bool in_place = (a.col_stride == 1 || a.row_stride == 1) && jp_end - jp_begin <= kInPlacePanels;
+    float* ap = in_place ? nullptr : a_scratch.get(static_cast<size_t>(kMc * kc));
     const int64_t row_end = std::min(c.rows, rp_end * kMr);
     for (int64_t ic = rp_begin * kMr; ic < row_end; ic += kMc) {
         const int64_t mc = std::min(kMc, row_end - ic);
-        pack_a(a, ic, mc, pc, kc, ap);
+        if (!in_place) pack_a(a, ic, mc, pc, kc, ap);
         for (int64_t jp = jp_begin; jp < jp_end; ++jp) {
             const int64_t j0 = jp * kNr, cols = std::min(kNr, nc - j0);
+            if (in_place && cols <= kEdgeCols) {
+                edge_columns_avx2({&a.at(ic, pc), mc, kc, a.row_stride, a.col_stride}, bp + jp * kc * kNr, kNr,
+                                  {&c.at(ic, jc + j0), mc, cols, c.row_stride, c.col_stride}, add);
+                continue;
+            }
             for (int64_t ip = 0; ip * kMr < mc; ++ip) {
                 const int64_t rows = std::min(kMr, mc - ip * kMr);
-                tile(kc, ap + ip * kc * kMr, bp + jp * kc * kNr, c, ic + ip * kMr, jc + j0, rows, cols, add);
+                const float* arow[kMr];
+                int64_t acs = kMr;
+                if (in_place) {
+                    for (int64_t r = 0; r < kMr; ++r) arow[r] = &a.at(ic + ip * kMr + std::min(r, rows - 1), pc);
+                    acs = a.col_stride;
+                } else {
+                    for (int64_t r = 0; r < kMr; ++r) arow[r] = ap + ip * kc * kMr + r;
+                }
+                tile(kc, arow, acs, bp + jp * kc * kNr, c, ic + ip * kMr, jc + j0, rows, cols, add);
             }
         }
     }

@@ -12,8 +12,18 @@ namespace ember::detail {
 // True when this CPU (checked once, at run time) has AVX2 and FMA.
 bool cpu_has_avx2_fma();
 
-// c (6 x 16, row stride ldc) = (add ? c : 0) + a @ b over kc packed steps.
-void kernel_6x16_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool add);
+// c (6 x 16, row stride ldc) = (add ? c : 0) + a @ b over kc steps: row i
+// of A at a[i], its elements acs apart; b packed as kc rows of 16 floats.
+void kernel_6x16_avx2(int64_t kc, const float* const a[6], int64_t acs, const float* b, float* c, int64_t ldc,
+                      bool add);
+
+// The columns of C at most this wide at its right edge go to
+// edge_columns_avx2, not to the 6x16 tile.
+inline constexpr int64_t kEdgeCols = 4;
+// c (at most kEdgeCols columns) = (add ? c : 0) + a @ b, b's rows brs apart
+// and contiguous: C's thin right edge, rows of A in the lanes of a vector.
+// The same bits as the 6x16 tile.
+void edge_columns_avx2(MatrixRef<const float> a, const float* b, int64_t brs, MatrixRef<float> c, bool add);
 
 // Rows [row_begin, row_end) of c = a @ b (+ c when add), without packing:
 // A read through its strides, B and C row by row (b.col_stride and
