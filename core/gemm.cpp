@@ -127,11 +127,13 @@ void set_gemm_kernel(GemmKernel kernel) { requested_kernel = kernel; }
 bool gemm_uses_avx2() { return requested_kernel == GemmKernel::Auto && detail::cpu_has_avx2_fma(); }
 
 // Multiply-adds up to which the AVX2 path skips packing and reads the
-// operands where they lie (gemm_direct_avx2): below about 160^3 the packing
+// operands where they lie (gemm_direct_avx2): below about 146^3 the packing
 // costs more than the cache locality it buys (bench/ember_bench's bmm_*
-// entries, attention's products, run 1.3x to 2x faster). Both AVX2 kernels
-// give the same bits, so the choice never changes a result.
-constexpr int64_t kDirectWork = int64_t{1} << 22;
+// entries, attention's products, run 1.3x to 2x faster). At the lecture
+// config's attention products, 256 x 256 x 64 = 2^22, packing wins again
+// (bmm_lecture, 1 thread: 62 against 76 GFLOP/s). Both AVX2 kernels give
+// the same bits, so the choice never changes a result.
+constexpr int64_t kDirectWork = int64_t{3} << 20;
 
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
