@@ -8,6 +8,7 @@
 // docs/softmax.md derives the backward passes. Tests: tests/test_softmax.cpp.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "autograd.h"
 #include "loops.h"
@@ -28,10 +29,13 @@ void for_each_row(const Shape& shape, int64_t dim, const F& fn) {
     int64_t rows = s.outer * s.inner;
     int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(s.size, 1));
     parallel_for(0, rows, grain, [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-            int64_t o = r / s.inner, j = r % s.inner;
-            fn(o * s.size * s.inner + j, s.inner, s.size);
-        }
+        if (s.inner == 1) // rows along the last dim: contiguous, one after another
+            for (int64_t r = b; r < e; ++r) fn(r * s.size, 1, s.size);
+        else
+            for (int64_t r = b; r < e; ++r) {
+                int64_t o = r / s.inner, j = r % s.inner;
+                fn(o * s.size * s.inner + j, s.inner, s.size);
+            }
     });
 }
 
@@ -137,21 +141,35 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
 namespace {
 
 // The rows of a mask already expanded to x's shape (undefined: nothing is
-// masked). Broadcast dims have stride 0, and row r's index splits over the
-// leading dims like a multi-digit number.
+// masked). Row r's index splits over the leading dims like a multi-digit
+// number; broadcast dims (stride 0) move nothing, so only the others are
+// kept, each with the count of rows one step along it spans. For attention's
+// (T,T) mask expanded to (B,NH,T,T) that leaves one: offset = r % T * T.
 struct MaskRows {
-    const Tensor& m;
-    int64_t step = m.defined() ? m.strides().back() : 0; // stride along a row
+    struct Dim {
+        int64_t rows_per_step, size, stride;
+    };
+    const bool* data = nullptr;
+    int64_t step = 0; // stride along a row
+    std::vector<Dim> dims;
+
+    explicit MaskRows(const Tensor& m) {
+        if (!m.defined()) return;
+        data = m.data_ptr<bool>();
+        step = m.strides().back();
+        int64_t rows = 1;
+        for (int64_t d = m.dim() - 2; d >= 0; --d) {
+            if (m.strides()[d] != 0) dims.push_back({rows, m.shape()[d], m.strides()[d]});
+            rows *= m.shape()[d];
+        }
+    }
 
     // Where row r starts, or null when nothing is masked.
     const bool* row(int64_t r) const {
-        if (!m.defined()) return nullptr;
+        if (!data) return nullptr;
         int64_t offset = 0;
-        for (int64_t d = m.dim() - 2; d >= 0; --d) {
-            offset += r % m.size(d) * m.strides()[d];
-            r /= m.size(d);
-        }
-        return m.data_ptr<bool>() + offset;
+        for (const Dim& d : dims) offset += r / d.rows_per_step % d.size * d.stride;
+        return data + offset;
     }
 };
 
@@ -193,7 +211,7 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
         const T* px = xc.data_ptr<T>();
         T* py = y.data_ptr<T>();
         const T s = static_cast<T>(scale); // cast first, as x * 0.125 on float32 does
-        const MaskRows masks{m};
+        const MaskRows masks(m);
         for_each_row(x.shape(), x.dim() - 1, [&](int64_t base, int64_t, int64_t) {
             const bool* mr = masks.row(base / n);
             for (int64_t i = 0; i < n; ++i)
@@ -210,7 +228,7 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
         attach(y, "ScaledMaskedSoftmaxBackward", {x},
                [ys = SavedTensor(y), ms = SavedTensor(m), scale, op, n](const Tensor& dout) -> Grads {
                    const Tensor& yv = ys.get();
-                   const MaskRows masks{ms.get()}; // get() throws if the mask changed in place since
+                   const MaskRows masks(ms.get()); // get() throws if the mask changed in place since
                    Tensor g = contiguous_data(dout);
                    Tensor dx = empty(yv.shape(), yv.dtype());
                    if (n > 0) dispatch_floating(yv.dtype(), "scaled_masked_softmax", [&]<typename T>(TypeTag<T>) {
