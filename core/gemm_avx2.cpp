@@ -172,6 +172,61 @@ void edge_columns_avx2(MatrixRef<const float> a, const float* b, int64_t brs, Ma
     }
 }
 
+// ---- B's rows made contiguous --------------------------------------------------------------
+
+void copy_rows_avx2(MatrixRef<const float> b, float* out) {
+    const int64_t k = b.rows, n = b.cols;
+    int64_t j0 = 0;
+    if (b.row_stride == 1) // B is a transposed matrix (k^T, W^T): its columns are contiguous
+        for (; j0 + 8 <= n; j0 += 8) {
+            const float* col[8];
+            for (int64_t r = 0; r < 8; ++r) col[r] = b.data + (j0 + r) * b.col_stride;
+            int64_t p = 0;
+            for (; p + 8 <= k; p += 8) {
+                __m256 v[8];
+                transposed_8x8(col, p, v);
+                for (int q = 0; q < 8; ++q) _mm256_storeu_ps(out + (p + q) * n + j0, v[q]);
+            }
+            for (; p < k; ++p)
+                for (int64_t r = 0; r < 8; ++r) out[p * n + j0 + r] = col[r][p];
+        }
+    for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = j0; j < n; ++j) out[p * n + j] = b.at(p, j);
+}
+
+// ---- narrow panels: 5 to 8 columns ----------------------------------------------------------
+//
+// A panel of C 5 to 8 columns wide (all of C, for attention's (T,T) scores
+// at T = 8) fits one vector per row. 8 rows of C at a time in 8 registers:
+// each step of k loads one row of B (masked to the panel's width),
+// broadcasts 8 elements of A and issues 8 independent fused multiply-adds.
+// Each C element sums over p in increasing order, one fused multiply-add per
+// step: the bits of the 6x16 tile.
+static void tile_8x8(int64_t k, const float* const a[8], int64_t acs, const float* b, int64_t brs, int64_t cols,
+                     float* c, int64_t ldc, int64_t rows, bool add) {
+    alignas(32) int32_t lanes[8];
+    for (int j = 0; j < 8; ++j) lanes[j] = j < cols ? -1 : 0;
+    const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
+    __m256 acc[8];
+    for (int r = 0; r < 8; ++r) acc[r] = add && r < rows ? _mm256_maskload_ps(c + r * ldc, mask) : _mm256_setzero_ps();
+    for (int64_t p = 0; p < k; ++p) {
+        const __m256 bp = _mm256_maskload_ps(b + p * brs, mask);
+        const int64_t o = p * acs;
+        for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a[r] + o), bp, acc[r]);
+    }
+    // A masked store is slow on AMD cores: a full row is stored whole, a
+    // shorter one through a local copy.
+    alignas(32) float row[8];
+    for (int r = 0; r < rows; ++r) {
+        if (cols == 8) {
+            _mm256_storeu_ps(c + r * ldc, acc[r]);
+            continue;
+        }
+        _mm256_store_ps(row, acc[r]);
+        for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = row[j];
+    }
+}
+
 // ---- the direct driver, for small products -----------------------------------------------
 
 void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,
@@ -185,6 +240,16 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
             const int64_t rows = row_end - row_begin;
             edge_columns_avx2({a.data + row_begin * a.row_stride, rows, k, a.row_stride, a.col_stride}, b.data + j0,
                               b.row_stride, {c.data + row_begin * c.row_stride + j0, rows, cols, c.row_stride, 1}, add);
+            continue;
+        }
+        if (cols <= 8) {
+            for (int64_t i0 = row_begin; i0 < row_end; i0 += 8) {
+                const int64_t rows = std::min<int64_t>(8, row_end - i0);
+                const float* arow[8]; // past the last row, repeat it (computed, not stored)
+                for (int64_t r = 0; r < 8; ++r) arow[r] = a.data + (i0 + std::min(r, rows - 1)) * a.row_stride;
+                tile_8x8(k, arow, a.col_stride, b.data + j0, b.row_stride, cols, c.data + i0 * c.row_stride + j0,
+                         c.row_stride, rows, add);
+            }
             continue;
         }
         for (int j = 0; j < 16; ++j) lanes[j] = j < cols ? -1 : 0;
@@ -234,6 +299,11 @@ void edge_columns_avx2(MatrixRef<const float> a, const float* b, int64_t brs, Ma
             for (int64_t p = 0; p < a.cols; ++p) sum += a.at(i, p) * b[p * brs + j];
             c.at(i, j) = sum;
         }
+}
+
+void copy_rows_avx2(MatrixRef<const float> b, float* out) {
+    for (int64_t p = 0; p < b.rows; ++p)
+        for (int64_t j = 0; j < b.cols; ++j) out[p * b.cols + j] = b.at(p, j);
 }
 
 void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,

@@ -187,8 +187,7 @@ void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
     if (b.col_stride != 1) { // B's rows must be contiguous: copy it (k x n, small) once
         static thread_local Scratch b_scratch;
         float* bp = b_scratch.get(static_cast<size_t>(k * n));
-        for (int64_t p = 0; p < k; ++p)
-            for (int64_t j = 0; j < n; ++j) bp[p * n + j] = b.at(p, j);
+        copy_rows_avx2(b, bp);
         b = MatrixRef<const float>{bp, k, n, n, 1};
     }
     const int64_t row_tiles = (m + kMr - 1) / kMr;

@@ -25,6 +25,11 @@ inline constexpr int64_t kEdgeCols = 4;
 // The same bits as the 6x16 tile.
 void edge_columns_avx2(MatrixRef<const float> a, const float* b, int64_t brs, MatrixRef<float> c, bool add);
 
+// out (b.rows x b.cols, row-major) = b: the direct driver's copy of a B
+// whose rows are not contiguous, by 8x8 transposes when B is a transposed
+// matrix (row stride 1).
+void copy_rows_avx2(MatrixRef<const float> b, float* out);
+
 // Rows [row_begin, row_end) of c = a @ b (+ c when add), without packing:
 // A read through its strides, B and C row by row (b.col_stride and
 // c.col_stride must be 1). For products too small to repay packing.

@@ -45,26 +45,37 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b) {
         const T* pa = data_of<T>(a);
         const T* pb = data_of<T>(b);
         T* pc = out.data_ptr<T>();
-        auto one = [&](int64_t i) {
-            int64_t oa = 0, ob = 0, rest = i;
-            for (int64_t d = nb - 1; d >= 0; --d) {
-                int64_t coord = rest % batch[d];
+        // Slices [first, last): the first one's offsets from its index
+        // decomposed over the batch dims, then each next one by an odometer
+        // step (no division per slice).
+        auto slices = [&](int64_t first, int64_t last) {
+            Shape coord(nb);
+            int64_t oa = 0, ob = 0;
+            for (int64_t d = nb - 1, rest = first; d >= 0; --d) {
+                coord[d] = rest % batch[d];
                 rest /= batch[d];
-                oa += coord * sa[d];
-                ob += coord * sb[d];
+                oa += coord[d] * sa[d];
+                ob += coord[d] * sb[d];
             }
-            gemm(MatrixRef<const T>{pa + oa, m, k, sa[nb], sa[nb + 1]},
-                 MatrixRef<const T>{pb + ob, k, n, sb[nb], sb[nb + 1]}, MatrixRef<T>{pc + i * m * n, m, n, n, 1}, false);
+            for (int64_t i = first; i < last; ++i) {
+                gemm(MatrixRef<const T>{pa + oa, m, k, sa[nb], sa[nb + 1]},
+                     MatrixRef<const T>{pb + ob, k, n, sb[nb], sb[nb + 1]}, MatrixRef<T>{pc + i * m * n, m, n, n, 1},
+                     false);
+                for (int64_t d = nb - 1; d >= 0; --d) {
+                    oa += sa[d], ob += sb[d];
+                    if (++coord[d] < batch[d]) break;
+                    oa -= sa[d] * batch[d], ob -= sb[d] * batch[d];
+                    coord[d] = 0;
+                }
+            }
         };
         // Many small products: one thread per batch slice (gemm then runs
         // serially inside). One large product: gemm splits its rows instead.
         if (nbatch > 1 && m * n * k < kGemmParallelWork) {
             int64_t grain = std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(m * n * k, 1));
-            parallel_for(0, nbatch, grain, [&](int64_t b0, int64_t e0) {
-                for (int64_t i = b0; i < e0; ++i) one(i);
-            });
+            parallel_for(0, nbatch, grain, slices);
         } else {
-            for (int64_t i = 0; i < nbatch; ++i) one(i);
+            slices(0, nbatch);
         }
     });
 

@@ -69,9 +69,14 @@ namespace {
 struct Shape3 {
     int64_t m, k, n;
 };
-const std::vector<Shape3> kAwkwardShapes = {{1, 1, 1},     {1, 7, 1},     {7, 1, 5},     {13, 17, 19}, {64, 64, 64},
-                                           {65, 65, 65},   {97, 300, 31}, {257, 31, 300}, {3, 513, 2},  {300, 2, 1},
-                                           {6, 256, 16},   {7, 257, 17},  {1, 600, 700},  {700, 600, 1}, {200, 9000, 3}};
+// Beside sizes around the kernels' tiles (6 x 16) and blocks (256 deep):
+// C 8 wide and a last panel 5 to 8 wide (the 8-column tile), 1 to 4 wide
+// (the thin-edge kernel: 19, 65, 17, 1, 2, 3), and B more than 8 wide when
+// the direct driver copies a transposed B in 8x8 blocks.
+const std::vector<Shape3> kAwkwardShapes = {
+    {1, 1, 1},    {1, 7, 1},     {7, 1, 5},     {13, 17, 19}, {64, 64, 64}, {65, 65, 65}, {97, 300, 31},
+    {257, 31, 300}, {3, 513, 2}, {300, 2, 1},   {6, 256, 16}, {7, 257, 17}, {1, 600, 700}, {700, 600, 1},
+    {200, 9000, 3}, {8, 8, 8},   {9, 20, 8},    {17, 33, 70}, {30, 41, 22}};
 
 // Runs gemm and gemm_reference on every layout (A and B transposed or not,
 // read in place) and both accumulate modes; `check` compares the results.
