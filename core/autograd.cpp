@@ -75,7 +75,7 @@ Grads AccumulateGrad::apply(const Tensor& dout) {
     // The first gradient is copied (the op that produced it may have handed
     // the same tensor to several inputs); later ones are added in place.
     if (!leaf_->grad) {
-        leaf_->grad = dout.contiguous().clone().impl_ptr();
+        leaf_->grad = dout.clone().impl_ptr(); // a contiguous copy
     } else {
         Tensor grad(leaf_->grad);
         grad.add_(dout);

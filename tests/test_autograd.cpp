@@ -290,3 +290,26 @@ TEST_CASE("filling a tensor in the graph passes back a zero gradient, as in PyTo
     z.normal_();
     CHECK(z.grad_fn()->name() == "NormalBackward0");
 }
+
+TEST_CASE("a leaf's first gradient never shares memory with a tensor anyone else holds", "[autograd]") {
+    // AccumulateGrad takes the incoming gradient without a copy only when
+    // nothing else can reach it. Here the gradient passed in reaches the
+    // leaves as is (x directly, and through clone and add, whose backward
+    // passes dout on): each .grad must be a copy.
+    Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+    Tensor g = tensor({10.0f, 20.0f});
+    x.backward(g);
+    Tensor a = tensor({1.0f, 2.0f}).requires_grad_(), b = tensor({3.0f, 4.0f}).requires_grad_();
+    (a.clone() + b).backward(g);
+    g.add_(1.0f);
+    require_equal(x.grad(), tensor({10.0f, 20.0f}), "x.grad after g changed");
+    require_equal(a.grad(), tensor({10.0f, 20.0f}), "a.grad after g changed");
+    require_equal(b.grad(), tensor({10.0f, 20.0f}), "b.grad after g changed");
+    a.grad().add_(1.0f);
+    require_equal(b.grad(), tensor({10.0f, 20.0f}), "b.grad after a.grad changed");
+    // A gradient made inside backward (mul's) is taken as is, and later ones add to it.
+    Tensor w = tensor({2.0f, 3.0f}).requires_grad_();
+    sum(w * w).backward();
+    sum(w * w).backward();
+    require_equal(w.grad(), tensor({8.0f, 12.0f}), "2 * 2w accumulated");
+}
