@@ -57,8 +57,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
             const T* row = px + i * c;
             T m = -std::numeric_limits<T>::infinity();
             for (int64_t j = 0; j < c; ++j) m = std::max(m, row[j]);
+            // The exponentials in x's dtype (as PyTorch's log_softmax), their sum in double.
             double sum = 0;
-            for (int64_t j = 0; j < c; ++j) sum += std::exp(static_cast<double>(row[j] - m));
+            for (int64_t j = 0; j < c; ++j) sum += static_cast<double>(std::exp(row[j] - m));
             pl[i] = static_cast<double>(m) + std::log(sum);
             // -log softmax(x)[t] = lse - x[t]
             if (pt[i] != ignore_index) total += pl[i] - static_cast<double>(row[pt[i]]);
@@ -82,6 +83,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
                        const double* pl = ls.get().data_ptr<double>();
                        T* pd = dx.data_ptr<T>();
                        const double scale = dout.item<double>() / static_cast<double>(count);
+                       // softmax_nj = e^(x_nj - lse_n), the exponential in x's dtype.
                        for (int64_t i = 0; i < n; ++i) {
                            T* drow = pd + i * c;
                            if (ptv[i] == ignore_index) {
@@ -89,7 +91,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
                                continue;
                            }
                            for (int64_t j = 0; j < c; ++j)
-                               drow[j] = static_cast<T>(std::exp(static_cast<double>(px[i * c + j]) - pl[i]) * scale);
+                               drow[j] = static_cast<T>(
+                                   static_cast<double>(std::exp(static_cast<T>(static_cast<double>(px[i * c + j]) - pl[i]))) *
+                                   scale);
                            drow[ptv[i]] -= static_cast<T>(scale);
                        }
                    });
