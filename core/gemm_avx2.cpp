@@ -126,9 +126,8 @@ static __m256 column(const float* const row[8], int64_t p) {
 template <int Cols>
 static void edge_16(MatrixRef<const float> a, int64_t i0, const float* b, int64_t brs, MatrixRef<float> c, bool add) {
     const int64_t k = a.cols, rows = std::min<int64_t>(16, a.rows - i0), acs = a.col_stride;
-    // Past the last row, repeat it: the extra lanes are computed and dropped.
     const float* row[16];
-    for (int64_t r = 0; r < 16; ++r) row[r] = a.data + (i0 + std::min(r, rows - 1)) * a.row_stride;
+    clamped_rows<16>(a, i0, rows, 0, row);
     alignas(32) float lanes[16];
     __m256 lo[Cols], hi[Cols]; // rows 0-7 and 8-15 of each column
     for (int j = 0; j < Cols; ++j) {
@@ -245,8 +244,8 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
         if (cols <= 8) {
             for (int64_t i0 = row_begin; i0 < row_end; i0 += 8) {
                 const int64_t rows = std::min<int64_t>(8, row_end - i0);
-                const float* arow[8]; // past the last row, repeat it (computed, not stored)
-                for (int64_t r = 0; r < 8; ++r) arow[r] = a.data + (i0 + std::min(r, rows - 1)) * a.row_stride;
+                const float* arow[8];
+                clamped_rows<8>(a, i0, rows, 0, arow);
                 tile_8x8(k, arow, a.col_stride, b.data + j0, b.row_stride, cols, c.data + i0 * c.row_stride + j0,
                          c.row_stride, rows, add);
             }
@@ -257,9 +256,8 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
         const __m256i m1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes + 8));
         for (int64_t i0 = row_begin; i0 < row_end; i0 += 6) {
             const int64_t rows = row_end - i0 < 6 ? row_end - i0 : 6;
-            // Past the last row, repeat it: the extra rows are computed and dropped.
             const float* arow[6];
-            for (int64_t r = 0; r < 6; ++r) arow[r] = a.data + (i0 + (r < rows ? r : rows - 1)) * a.row_stride;
+            clamped_rows<6>(a, i0, rows, 0, arow);
             float* cij = c.data + i0 * c.row_stride + j0;
             if (rows == 6 && cols == 16) {
                 tile_6x16<false>(k, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride, add);

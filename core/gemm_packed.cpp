@@ -133,7 +133,7 @@ void block_rows(MatrixRef<const float> a, MatrixRef<float> c, const float* bp, i
                 const float* arow[kMr];
                 int64_t acs = kMr;
                 if (in_place) {
-                    for (int64_t r = 0; r < kMr; ++r) arow[r] = &a.at(ic + ip * kMr + std::min(r, rows - 1), pc);
+                    clamped_rows<kMr>(a, ic + ip * kMr, rows, pc, arow);
                     acs = a.col_stride;
                 } else {
                     for (int64_t r = 0; r < kMr; ++r) arow[r] = ap + ip * kc * kMr + r;

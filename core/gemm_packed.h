@@ -12,6 +12,15 @@ namespace ember::detail {
 // True when this CPU (checked once, at run time) has AVX2 and FMA.
 bool cpu_has_avx2_fma();
 
+// Pointers to N rows of A from row i0, column j0, of which only `rows`
+// exist: past the last, the last again, so that a kernel working on N rows
+// at a time computes the extra ones from valid memory, and their results are
+// dropped.
+template <int N>
+void clamped_rows(MatrixRef<const float> a, int64_t i0, int64_t rows, int64_t j0, const float* out[N]) {
+    for (int64_t r = 0; r < N; ++r) out[r] = &a.at(i0 + (r < rows ? r : rows - 1), j0);
+}
+
 // c (6 x 16, row stride ldc) = (add ? c : 0) + a @ b over kc steps: row i
 // of A at a[i], its elements acs apart; b packed as kc rows of 16 floats.
 void kernel_6x16_avx2(int64_t kc, const float* const a[6], int64_t acs, const float* b, float* c, int64_t ldc,
