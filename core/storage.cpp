@@ -1,28 +1,37 @@
-// Storage: aligned allocation and release, through a cache for large
+// Storage: aligned allocation and release, through a cache that recycles
 // buffers. See storage.h.
 //
-// Why a cache. A training step allocates the same tensors every step: the
-// lecture config's attention scores and feed-forward activations are 100 MB
-// each, dozens per step. glibc serves blocks that large with a fresh mmap and
+// Why a cache. A training step allocates the same tensors every step. At the
+// lecture config the attention scores and feed-forward activations are 100 MB
+// each, dozens per step; glibc serves blocks that large with a fresh mmap and
 // unmaps them on free, so every step the kernel hands out new pages and
 // zeroes each one on first touch: perf put 28% of a lecture step in the
-// kernel's clear_page, and a third of the wall time in the system.
+// kernel's clear_page, and a third of the wall time in the system. At the
+// tiny config the tensors are a few KiB, hundreds per step, and glibc's
+// aligned allocation path (memalign) with the merging of freed blocks took
+// 6% of a step; a hit here is a mutex and a vector pop.
 //
-// The rule. A released buffer of kMinCached bytes or more is kept, filed by
-// its size rounded up to a whole page, and the next request for that size
-// takes it back. The cache never lets the process grow past its own busiest
-// moment: before fresh memory is allocated, kept buffers are released
-// (oldest first) until live + kept + the request fits under the most live
-// memory seen so far. So a steady loop runs from the cache without a page
-// fault, a pattern of new sizes cannot pile up unused buffers, and peak
-// memory is what it was without the cache. empty_cache() releases every kept
-// buffer. Smaller buffers go straight to operator new, which reuses them well.
+// The rule. A released buffer is kept, and the next request of its size
+// takes it back (the one released last: its memory is the likeliest to still
+// be in the CPU's caches). Sizes are filed in classes: under kMinCached,
+// four per doubling (..., 256, 320, 384, 448, 512, ...), so a buffer is at
+// most a quarter larger than asked; from kMinCached up, whole pages. The
+// cache never lets the process grow past its own busiest moment: before
+// fresh memory is allocated, kept buffers are released (small ones first,
+// then large ones oldest first) until live + kept + the request fits under
+// the most live memory seen so far. So a steady loop runs from the cache
+// without a page fault, a pattern of new sizes cannot pile up unused
+// buffers, and peak memory is what it was without the cache. empty_cache()
+// releases every kept buffer.
 #include "storage.h"
 
+#include <array>
+#include <bit>
 #include <list>
 #include <map>
 #include <mutex>
 #include <new>
+#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -36,29 +45,47 @@
 namespace ember {
 
 static constexpr std::align_val_t kAlignment{64};
-static constexpr size_t kMinCached = size_t{1} << 18; // 256 KiB
+static constexpr size_t kMinCached = size_t{1} << 18; // 256 KiB: from here on, sizes in whole pages
 static constexpr size_t kPage = 4096;
 
 namespace {
+
+// Small classes: class 0 holds 64 bytes; class c > 0 holds 2^e + q * 2^(e-2)
+// bytes with e = 6 + (c-1)/4 and q = 1 + (c-1)%4. The last, 48, is 256 KiB.
+constexpr size_t kSmallClasses = 49;
+
+size_t small_class(size_t bytes) {
+    if (bytes <= 64) return 0;
+    const int e = std::bit_width(bytes - 1) - 1; // 2^e < bytes <= 2^(e+1)
+    const size_t quarter = size_t{1} << (e - 2);
+    const size_t q = (bytes - (size_t{1} << e) + quarter - 1) / quarter; // 1..4
+    return static_cast<size_t>(e - 6) * 4 + q;
+}
+
+size_t small_class_bytes(size_t c) {
+    if (c == 0) return 64;
+    const int e = 6 + static_cast<int>((c - 1) / 4);
+    return (size_t{1} << e) + ((c - 1) % 4 + 1) * (size_t{1} << (e - 2));
+}
+
+// The size of the buffer that serves a request of `nbytes`.
+size_t buffer_bytes(size_t nbytes) {
+    if (nbytes < kMinCached) return small_class_bytes(small_class(nbytes));
+    return (nbytes + kPage - 1) / kPage * kPage;
+}
 
 class BufferCache {
 public:
     void* take(size_t bytes) {
         std::lock_guard<std::mutex> lock(mutex_);
-        // Of the kept buffers of this size, the one released last: its
-        // memory is the likeliest to still be in the CPU's caches.
-        auto found = by_size_.upper_bound(bytes);
-        if (found != by_size_.begin() && (--found)->first == bytes) {
-            void* p = found->second->second;
-            lru_.erase(found->second);
-            by_size_.erase(found);
+        if (void* p = kept(bytes)) {
             stats_.cached -= bytes;
             ++stats_.hits;
             EMBER_UNPOISON(p, bytes);
             return hand_out(p, bytes);
         }
         // Fresh memory: first make room under the high-water mark.
-        while (!lru_.empty() && stats_.allocated + stats_.cached + bytes > stats_.peak_allocated) release_oldest();
+        while (stats_.cached > 0 && stats_.allocated + stats_.cached + bytes > stats_.peak_allocated) release_one();
         ++stats_.misses;
         void* p;
         try {
@@ -66,7 +93,7 @@ public:
         } catch (const std::bad_alloc&) {
             // Kept buffers must never be why memory runs out: give them all
             // back and try once more (a second failure reaches the caller).
-            while (!lru_.empty()) release_oldest();
+            while (stats_.cached > 0) release_one();
             p = ::operator new(bytes, kAlignment);
         }
         return hand_out(p, bytes);
@@ -76,14 +103,18 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         stats_.allocated -= bytes;
         EMBER_POISON(p, bytes);
-        lru_.emplace_back(bytes, p);
-        by_size_.emplace(bytes, std::prev(lru_.end()));
+        if (bytes < kMinCached) {
+            small_[small_class(bytes)].push_back(p);
+        } else {
+            lru_.emplace_back(bytes, p);
+            by_size_.emplace(bytes, std::prev(lru_.end()));
+        }
         stats_.cached += bytes;
     }
 
     void clear() {
         std::lock_guard<std::mutex> lock(mutex_);
-        while (!lru_.empty()) release_oldest();
+        while (stats_.cached > 0) release_one();
     }
 
     MemoryStats stats() {
@@ -94,14 +125,39 @@ public:
 private:
     using Block = std::pair<size_t, void*>; // (bytes, pointer)
 
+    // A kept buffer of exactly `bytes`, taken out of the cache, or null.
+    void* kept(size_t bytes) {
+        if (bytes < kMinCached) {
+            std::vector<void*>& list = small_[small_class(bytes)];
+            if (list.empty()) return nullptr;
+            void* p = list.back();
+            list.pop_back();
+            return p;
+        }
+        // Of the kept buffers of this size, the one released last.
+        auto found = by_size_.upper_bound(bytes);
+        if (found == by_size_.begin() || (--found)->first != bytes) return nullptr;
+        void* p = found->second->second;
+        lru_.erase(found->second);
+        by_size_.erase(found);
+        return p;
+    }
+
     void* hand_out(void* p, size_t bytes) {
         stats_.allocated += bytes;
         if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
         return p;
     }
 
-    // Returns the buffer kept longest ago to the system.
-    void release_oldest() {
+    // Returns one kept buffer to the system: a small one from the largest
+    // class that has one, else the large buffer kept longest ago.
+    void release_one() {
+        for (size_t c = kSmallClasses; c-- > 0;) {
+            if (small_[c].empty()) continue;
+            release(small_[c].back(), small_class_bytes(c));
+            small_[c].pop_back();
+            return;
+        }
         auto [bytes, p] = lru_.front();
         for (auto it = by_size_.find(bytes); it != by_size_.end() && it->first == bytes; ++it)
             if (it->second == lru_.begin()) {
@@ -109,13 +165,18 @@ private:
                 break;
             }
         lru_.pop_front();
+        release(p, bytes);
+    }
+
+    void release(void* p, size_t bytes) {
         stats_.cached -= bytes;
         EMBER_UNPOISON(p, bytes);
         ::operator delete(p, kAlignment);
     }
 
     std::mutex mutex_;
-    std::list<Block> lru_;                                    // kept buffers, oldest first
+    std::array<std::vector<void*>, kSmallClasses> small_;       // kept small buffers, by class
+    std::list<Block> lru_;                                      // kept large buffers, oldest first
     std::multimap<size_t, std::list<Block>::iterator> by_size_; // the same buffers, by size
     MemoryStats stats_;
 };
@@ -126,21 +187,13 @@ BufferCache& cache() {
     return *c;
 }
 
-size_t rounded(size_t nbytes) { return (nbytes + kPage - 1) / kPage * kPage; }
-
 } // namespace
 
-Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
-    // operator new with an alignment throws std::bad_alloc on failure; a size
-    // of zero still returns a unique pointer, so data() is never null.
-    if (nbytes >= kMinCached) data_ = cache().take(rounded(nbytes));
-    else data_ = ::operator new(nbytes == 0 ? 1 : nbytes, kAlignment);
-}
+// A size of zero still gets a buffer of its own (64 bytes), so data() is
+// never null; operator new with an alignment throws std::bad_alloc on failure.
+Storage::Storage(size_t nbytes) : nbytes_(nbytes) { data_ = cache().take(buffer_bytes(nbytes)); }
 
-Storage::~Storage() {
-    if (nbytes_ >= kMinCached) cache().give_back(data_, rounded(nbytes_));
-    else ::operator delete(data_, kAlignment);
-}
+Storage::~Storage() { cache().give_back(data_, buffer_bytes(nbytes_)); }
 
 MemoryStats memory_stats() { return cache().stats(); }
 

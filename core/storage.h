@@ -5,9 +5,8 @@
 // them, and the buffer is freed when the last view goes. The version counter
 // counts in-place writes, which lets autograd notice when a tensor it saved for
 // backward has been overwritten (docs/autograd.md). Buffers are 64-byte aligned
-// for the SIMD kernels; buffers of 256 KiB or more are recycled through a
-// cache (storage.cpp says why and how). Tests: tests/test_tensor.cpp,
-// tests/test_storage.cpp.
+// for the SIMD kernels, and recycled through a cache (storage.cpp says why
+// and how). Tests: tests/test_tensor.cpp, tests/test_storage.cpp.
 #pragma once
 
 #include <cstddef>
@@ -42,10 +41,10 @@ private:
     uint64_t history_version_ = 0;
 };
 
-// The large-buffer cache (storage.cpp), in bytes of buffers of 256 KiB or
-// more: what tensors hold now, the most they ever held at once, and what the
-// cache keeps for reuse; hits and misses count requests served from the
-// cache and from fresh memory.
+// The buffer cache (storage.cpp), in bytes of buffers (each request rounded
+// up to its size class): what tensors hold now, the most they ever held at
+// once, and what the cache keeps for reuse; hits and misses count requests
+// served from the cache and from fresh memory.
 struct MemoryStats {
     size_t allocated = 0;
     size_t peak_allocated = 0;
