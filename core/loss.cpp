@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "autograd.h"
+#include "exponential.h"
 #include "loops.h"
 #include "ops.h"
 
@@ -58,8 +59,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
             T m = -std::numeric_limits<T>::infinity();
             for (int64_t j = 0; j < c; ++j) m = std::max(m, row[j]);
             // The exponentials in x's dtype (as PyTorch's log_softmax), their sum in double.
-            double sum = 0;
-            for (int64_t j = 0; j < c; ++j) sum += static_cast<double>(std::exp(row[j] - m));
+            const double sum = sum_exp(row, 1, c, m);
             pl[i] = static_cast<double>(m) + std::log(sum);
             // -log softmax(x)[t] = lse - x[t]
             if (pt[i] != ignore_index) total += pl[i] - static_cast<double>(row[pt[i]]);
@@ -92,7 +92,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
                            }
                            for (int64_t j = 0; j < c; ++j)
                                drow[j] = static_cast<T>(
-                                   static_cast<double>(std::exp(static_cast<T>(static_cast<double>(px[i * c + j]) - pl[i]))) *
+                                   static_cast<double>(exponential(static_cast<T>(static_cast<double>(px[i * c + j]) - pl[i]))) *
                                    scale);
                            drow[ptv[i]] -= static_cast<T>(scale);
                        }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autograd.h"
+#include "exponential.h"
 #include "loops.h"
 #include "ops.h"
 #include "shape.h"
@@ -46,14 +47,8 @@ void softmax_row(const T* x, T* out, int64_t stride, int64_t n, bool log) {
     T m = -std::numeric_limits<T>::infinity();
     for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i * stride]);
     // sum = sum_i e^(x_i - m), accumulated in double. A -inf entry (a masked
-    // position) contributes e^-inf = 0 exactly, so it skips the exp.
-    double sum = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        T xi = x[i * stride];
-        T e = xi == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(xi - m);
-        if (!log) out[i * stride] = e;
-        sum += e;
-    }
+    // position) contributes e^-inf = 0 exactly.
+    const double sum = sum_exp(x, stride, n, m, log ? nullptr : out);
     if (log) {
         // log_softmax = x - m - log(sum)
         T log_sum = static_cast<T>(std::log(sum));
@@ -65,6 +60,40 @@ void softmax_row(const T* x, T* out, int64_t stride, int64_t n, bool log) {
     }
 }
 
+// softmax_row over `rows` contiguous rows of n (out may be x), with the same
+// bits. Attention's rows are short (T = 8 at the tiny config), so the
+// exponentials of several rows go through one buffer: the vectorised loop
+// then runs long enough to pay for itself.
+template <typename T>
+void softmax_rows(const T* x, T* out, int64_t rows, int64_t n) {
+    constexpr int64_t kBuffer = 256;
+    if (n == 0 || n > kBuffer / 2) {
+        for (int64_t r = 0; r < rows; ++r) softmax_row(x + r * n, out + r * n, 1, n, false);
+        return;
+    }
+    const int64_t block = kBuffer / n;
+    T e[kBuffer], m[kBuffer];
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+        const int64_t nr = std::min(block, rows - r0);
+        const T* xb = x + r0 * n;
+        T* ob = out + r0 * n;
+        for (int64_t r = 0; r < nr; ++r) {
+            T mx = -std::numeric_limits<T>::infinity();
+            for (int64_t i = 0; i < n; ++i) mx = std::max(mx, xb[r * n + i]);
+            m[r] = mx;
+        }
+        for (int64_t r = 0; r < nr; ++r)
+            for (int64_t i = 0; i < n; ++i) e[r * n + i] = xb[r * n + i] - m[r];
+        for (int64_t j = 0; j < nr * n; ++j) e[j] = exponential(e[j]);
+        for (int64_t r = 0; r < nr; ++r) {
+            double sum = 0;
+            for (int64_t i = 0; i < n; ++i) sum += e[r * n + i];
+            const T scale = T(1) / static_cast<T>(sum);
+            for (int64_t i = 0; i < n; ++i) ob[r * n + i] = e[r * n + i] * scale;
+        }
+    }
+}
+
 // forward: the softmax (log = false) or log_softmax (log = true) of x along dim.
 Tensor softmax_forward(const Tensor& x_in, int64_t dim, bool log) {
     Tensor x = contiguous_data(x_in);
@@ -72,9 +101,15 @@ Tensor softmax_forward(const Tensor& x_in, int64_t dim, bool log) {
     dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&]<typename T>(TypeTag<T>) {
         const T* px = x.data_ptr<T>();
         T* po = out.data_ptr<T>();
-        for_each_row(x.shape(), dim, [&](int64_t base, int64_t stride, int64_t n) {
-            softmax_row(px + base, po + base, stride, n, log);
-        });
+        if (!log && dim == x.dim() - 1) { // contiguous rows
+            const int64_t n = x.size(-1), rows = n == 0 ? 0 : x.numel() / n;
+            parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)),
+                         [&](int64_t b, int64_t e) { softmax_rows(px + b * n, po + b * n, e - b, n); });
+        } else {
+            for_each_row(x.shape(), dim, [&](int64_t base, int64_t stride, int64_t n) {
+                softmax_row(px + base, po + base, stride, n, log);
+            });
+        }
     });
     return out;
 }
@@ -130,7 +165,7 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
             return {row_backward(ys.get(), dout, d, "log_softmax", []<typename T>(const T* y, const T* g, T* dx, int64_t s, int64_t n) {
                 T total = 0;
                 for (int64_t i = 0; i < n; ++i) total += g[i * s];
-                for (int64_t i = 0; i < n; ++i) dx[i * s] = g[i * s] - std::exp(y[i * s]) * total;
+                for (int64_t i = 0; i < n; ++i) dx[i * s] = g[i * s] - exponential(y[i * s]) * total;
             })};
         });
     return y;
@@ -212,12 +247,19 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
         T* py = y.data_ptr<T>();
         const T s = static_cast<T>(scale); // cast first, as x * 0.125 on float32 does
         const MaskRows masks(m);
-        for_each_row(x.shape(), x.dim() - 1, [&](int64_t base, int64_t, int64_t) {
-            const bool* mr = masks.row(base / n);
-            for (int64_t i = 0; i < n; ++i)
-                py[base + i] = mr && mr[i * masks.step] ? -std::numeric_limits<T>::infinity()
-                                                        : apply_scale(px[base + i], s, op);
-            softmax_row(py + base, py + base, 1, n, false);
+        const int64_t rows = x.numel() / n;
+        const int64_t block = std::max<int64_t>(1, 1024 / n); // rows filled, then softmaxed, while in L1
+        parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t b, int64_t e) {
+            for (int64_t r0 = b; r0 < e; r0 += block) {
+                const int64_t r1 = std::min(e, r0 + block);
+                for (int64_t r = r0; r < r1; ++r) {
+                    const bool* mr = masks.row(r);
+                    for (int64_t i = 0; i < n; ++i)
+                        py[r * n + i] = mr && mr[i * masks.step] ? -std::numeric_limits<T>::infinity()
+                                                                 : apply_scale(px[r * n + i], s, op);
+                }
+                softmax_rows(py + r0 * n, py + r0 * n, r1 - r0, n);
+            }
         });
     });
     // backward, per row: softmax's dS = y (dy - sum dy y); the mask's

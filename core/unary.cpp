@@ -9,6 +9,7 @@
 #include <numbers>
 
 #include "autograd.h"
+#include "exponential.h"
 #include "loops.h"
 #include "ops.h"
 
@@ -61,7 +62,7 @@ Tensor neg(const Tensor& x) {
 }
 
 Tensor exp(const Tensor& x) {
-    Tensor out = float_unary("exp", x, [](auto v) { return std::exp(v); });
+    Tensor out = float_unary("exp", x, [](auto v) { return exponential(v); });
     // forward: out = e^x, so dx = dout * e^x = dout * out.
     if (needs_grad(x))
         attach(out, "ExpBackward0", {x}, [y = SavedTensor(out)](const Tensor& dout) -> Grads {
@@ -101,7 +102,7 @@ Tensor tanh(const Tensor& x) {
 }
 
 Tensor sigmoid(const Tensor& x) {
-    Tensor out = float_unary("sigmoid", x, [](auto v) { return 1 / (1 + std::exp(-v)); });
+    Tensor out = float_unary("sigmoid", x, [](auto v) { return 1 / (1 + exponential(-v)); });
     // forward: out = 1 / (1 + e^-x), so dx = dout * out * (1 - out).
     if (needs_grad(x))
         attach(out, "SigmoidBackward0", {x}, [y = SavedTensor(out)](const Tensor& dout) -> Grads {
@@ -152,7 +153,7 @@ template <typename T>
 T gelu_erf_grad(T x) {
     const T alpha = T(1 / std::sqrt(2 * std::numbers::pi)); // 1/sqrt(2 pi)
     T cdf = T(0.5) * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
-    T pdf = alpha * std::exp(T(-0.5) * x * x);
+    T pdf = alpha * exponential(T(-0.5) * x * x);
     return cdf + x * pdf;
 }
 
