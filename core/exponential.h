@@ -3,9 +3,9 @@
 // ops and the ops they fuse keep agreeing bit for bit.
 //
 // For float32 it is ember's own, written so that a loop of it vectorises: no
-// branch, no table, no call into libm. glibc's expf is one call per element
-// (about 3 ns here); this one runs 4 floats per SSE2 instruction (about
-// 1.4 ns per element) or 8 in an AVX2 build. PyTorch's CPU kernels likewise
+// branch, no table, no call into libm. glibc's expf is one call per element;
+// this one runs 4 floats per SSE2 instruction, or 8 in an AVX2 build
+// (docs/performance.md has what that was worth). PyTorch's CPU kernels likewise
 // use their own vectorised exp (Sleef's, within 1 ulp), not libm's. For
 // double it is std::exp. Tests: tests/test_exponential.cpp.
 #pragma once

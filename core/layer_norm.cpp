@@ -83,15 +83,12 @@ void forward_kernel(const Tensor& x, const Tensor& w, const Tensor& b, double ep
                 const T* xr = px + r * n;
                 T* yr = py + r * n;
                 const double m = pm[r], s = pr[r];
-                if (pw && pb)
-                    for (int64_t j = 0; j < n; ++j) yr[j] = static_cast<T>((xr[j] - m) * s) * pw[j] + pb[j];
-                else
-                    for (int64_t j = 0; j < n; ++j) {
-                        T v = static_cast<T>((xr[j] - m) * s); // xhat
-                        if (pw) v *= pw[j];
-                        if (pb) v += pb[j];
-                        yr[j] = v;
-                    }
+                for (int64_t j = 0; j < n; ++j) {
+                    T v = static_cast<T>((xr[j] - m) * s); // xhat
+                    if (pw) v *= pw[j];
+                    if (pb) v += pb[j];
+                    yr[j] = v;
+                }
             }
         }
     });
