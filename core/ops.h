@@ -161,6 +161,10 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // PyTorch's full semantics: 1-D @ 1-D is a dot product, 2-D @ 2-D a matrix
 // product, and higher ranks batch over the leading dims, broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// PyTorch's F.linear: x (..., in) @ weight^T + bias, weight (out, in), bias
+// (out) or undefined; the same bits as matmul(x, weight.t()) + bias, in one
+// pass and one autograd node (what nn::Linear runs).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // ---- softmax, layer_norm, losses (core/softmax.cpp, layer_norm.cpp, loss.cpp) ----
 Tensor softmax(const Tensor& x, int64_t dim);

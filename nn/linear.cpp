@@ -27,11 +27,10 @@ Tensor Linear::forward(const Tensor& x) {
     if (x.dim() == 0 || x.size(-1) != in_features)
         fail<ShapeError>("Linear", "input of shape ", x.shape(), " does not end in in_features=", in_features,
                          " (weight ", weight.shape(), ")");
-    // x (..., in) @ W^T (in, out) -> (..., out), then + bias, as PyTorch
-    // 1.13's F.linear: matmul reads the transposed weight in place and folds
-    // the leading dims into one (N, in) @ (in, out) product.
-    Tensor y = matmul(x, weight.t());
-    return bias.defined() ? y + bias : y;
+    // x (..., in) @ W^T (in, out) + bias -> (..., out), as PyTorch's
+    // F.linear: one (N, in) @ (in, out) product over x's leading dims, the
+    // transposed weight read in place, the bias added where the product lies.
+    return linear(x, weight, bias);
 }
 
 std::string Linear::extra_repr() const {

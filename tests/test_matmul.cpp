@@ -35,6 +35,20 @@ const std::vector<OpCase>& cases() {
     return all;
 }
 
+const std::vector<OpCase>& linear_cases() {
+    using V = const std::vector<Tensor>&;
+    static const std::vector<OpCase> all = {
+        {"linear.2d", [](V in) { return linear(in[0], in[1], in[2]); }},
+        {"linear.3d", [](V in) { return linear(in[0], in[1], in[2]); }},
+        {"linear.1d", [](V in) { return linear(in[0], in[1], in[2]); }},
+        {"linear.no_bias", [](V in) { return linear(in[0], in[1]); }},
+        {"linear.strided", [](V in) { return linear(in[0].transpose(0, 1), in[1].t(), in[2]); }},
+        {"linear.float64", [](V in) { return linear(in[0], in[1], in[2]); }},
+        {"linear.empty_in", [](V in) { return linear(in[0], in[1], in[2]); }},
+    };
+    return all;
+}
+
 // A deterministic pseudo-random float matrix (values in [-1, 1)).
 std::vector<float> pattern(int64_t n, uint32_t seed) {
     std::vector<float> v(n);
@@ -182,6 +196,77 @@ TEST_CASE("matmul does not depend on the thread count", "[matmul][parallel]") {
     set_num_threads(threads);
     require_equal(one, many, "large product");
     require_equal(bone, bmany, "batched product");
+}
+
+TEST_CASE("linear matches PyTorch's F.linear, values and gradients", "[matmul][linear]") {
+    check_cases(fixtures("matmul"), linear_cases());
+}
+
+TEST_CASE("linear passes the finite-difference gradient check", "[matmul][linear][gradcheck]") {
+    check_cases_gradients(fixtures("matmul"), linear_cases());
+}
+
+TEST_CASE("linear gives the bits of matmul(x, W^T) + b, on any thread count", "[matmul][linear][parallel]") {
+    // The fused op claims the unfused ops' exact results (docs/matmul.md):
+    // the same product, then the same float add. At (3,40,70) x (50,70) the
+    // product reads operands in place; at (4,100,180) x (180,180) it packs.
+    struct Sizes {
+        int64_t b, t, in, out;
+    };
+    int threads = get_num_threads();
+    for (const Sizes& s : {Sizes{3, 40, 70, 50}, Sizes{4, 100, 180, 180}}) {
+        DYNAMIC_SECTION(s.b << "x" << s.t << "x" << s.in << " -> " << s.out) {
+            Tensor x = from_vector(pattern(s.b * s.t * s.in, 21), {s.b, s.t, s.in}).requires_grad_();
+            Tensor w = from_vector(pattern(s.out * s.in, 22), {s.out, s.in}).requires_grad_();
+            Tensor b = from_vector(pattern(s.out, 23), {s.out}).requires_grad_();
+            Tensor g = from_vector(pattern(s.b * s.t * s.out, 24), {s.b, s.t, s.out});
+            (matmul(x, w.t()) + b).backward(g);
+            Tensor y_ref = matmul(x, w.t()) + b;
+            Tensor dx = x.grad(), dw = w.grad(), db = b.grad();
+            for (int n : {1, std::max(2, threads)}) {
+                set_num_threads(n);
+                x.zero_grad(), w.zero_grad(), b.zero_grad();
+                Tensor y = linear(x, w, b);
+                y.backward(g);
+                require_equal(y, y_ref, "y");
+                require_equal(x.grad(), dx, "dx");
+                require_equal(w.grad(), dw, "dW");
+                require_equal(b.grad(), db, "db");
+            }
+            set_num_threads(threads);
+        }
+    }
+}
+
+TEST_CASE("linear's node has the name PyTorch prints for F.linear's result", "[matmul][linear]") {
+    const Fixtures& fx = fixtures("matmul");
+    Tensor w = ones({3, 5}).requires_grad_();
+    const std::vector<std::pair<std::string, Tensor>> inputs = {
+        {"1d", ones({5})},
+        {"2d", ones({4, 5})},
+        {"2d_strided", ones({5, 4}).t()},
+        {"3d", ones({2, 4, 5})},
+        {"3d_strided", ones({4, 2, 5}).transpose(0, 1)},
+        {"4d", ones({2, 2, 4, 5})},
+    };
+    for (const auto& [key, x] : inputs) {
+        CHECK(linear(x, w, ones({3})).grad_fn()->name() == fx.text("linear.grad_fn." + key));
+        CHECK(linear(x, w).grad_fn()->name() == fx.text("linear.grad_fn." + key + ".no_bias"));
+    }
+}
+
+TEST_CASE("linear names the shapes and dtypes it cannot take", "[matmul][linear][errors]") {
+    CHECK_THROWS_WITH(linear(ones({2, 5}), ones({3, 4})),
+                      Catch::Equals("[linear] needs an input of shape (..., in_features) and a weight of shape "
+                                    "(out_features, in_features), got input (2,5) and weight (3,4)"));
+    CHECK_THROWS_AS(linear(ones({}), ones({3, 1})), ShapeError);
+    CHECK_THROWS_AS(linear(ones({2, 5}), ones({5})), ShapeError);
+    CHECK_THROWS_WITH(linear(ones({2, 5}), ones({3, 5}), ones({2})),
+                      Catch::Equals("[linear] bias must have shape (out_features,) = (3), got (2) (weight (3,5))"));
+    CHECK_THROWS_AS(linear(ones({2, 5}), ones({3, 5}), ones({1, 3})), ShapeError);
+    CHECK_THROWS_AS(linear(ones({2, 5}), ones({3, 5}, kFloat64)), DTypeError);
+    CHECK_THROWS_AS(linear(ones({2, 5}), ones({3, 5}), ones({3}, kFloat64)), DTypeError);
+    CHECK_THROWS_AS(linear(ones({2, 5}, kInt64), ones({3, 5}, kInt64)), DTypeError);
 }
 
 TEST_CASE("matmul names both shapes when they do not fit", "[matmul][errors]") {
