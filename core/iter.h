@@ -71,6 +71,24 @@ void for_each_run(const StridedLayout<N>& layout, int64_t begin, int64_t end, co
 
     int64_t pos = begin;
     while (pos < end) {
+        // Whole runs one after another along the next dim out (the rows of
+        // a transposed view's copy, say): a plain loop, no odometer.
+        if (ndim >= 2 && index[ndim - 1] == 0 && end - pos >= 2 * inner) {
+            const int64_t count = std::min(shape[ndim - 2] - index[ndim - 2], (end - pos) / inner);
+            for (int64_t r = 0; r < count; ++r) {
+                run(offsets, steps, inner);
+                for (size_t k = 0; k < N; ++k) offsets[k] += layout.strides[k][ndim - 2];
+            }
+            pos += count * inner;
+            index[ndim - 2] += count;
+            for (int64_t d = ndim - 2; d > 0 && index[d] == shape[d]; --d) {
+                index[d] = 0;
+                ++index[d - 1];
+                for (size_t k = 0; k < N; ++k)
+                    offsets[k] += layout.strides[k][d - 1] - shape[d] * layout.strides[k][d];
+            }
+            continue;
+        }
         int64_t n = std::min(inner - index[ndim - 1], end - pos);
         run(offsets, steps, n);
         pos += n;

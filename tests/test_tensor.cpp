@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "check.h"
+#include "core/iter.h"
+#include "core/shape.h"
+
+#include <array>
 
 using namespace ember;
 using namespace ember::testing;
@@ -104,4 +108,53 @@ TEST_CASE("threads can be set and the setting is checked", "[tensor][parallel]")
     CHECK(get_num_threads() == 1);
     set_num_threads(n);
     CHECK_THROWS_AS(set_num_threads(0), ValueError);
+}
+
+TEST_CASE("for_each_run visits each element once, in row-major order, from any start", "[tensor][iter]") {
+    // Every kernel walks its operands with for_each_run (core/iter.h), each
+    // thread from its own start. Expanding the runs it reports must give, for
+    // every linear index in [begin, end), the offsets that index's
+    // multi-index has in each operand: the definition of strides.
+    struct Layout {
+        Shape shape, out_strides, in_strides;
+    };
+    const std::vector<Layout> layouts = {
+        {{3, 4, 5}, {20, 5, 1}, {1, 3, 12}},               // a transposed input
+        {{2, 8, 4, 8}, {256, 32, 8, 1}, {256, 8, 64, 1}},  // attention's head merge
+        {{2, 1, 3, 4}, {12, 12, 4, 1}, {0, 0, 4, 1}},      // broadcast leading dims
+        {{5, 6}, {6, 1}, {6, 1}},                          // contiguous: one run
+        {{4, 3, 2}, {6, 2, 1}, {1, 8, 4}},                 // no dim merges
+        {{7}, {1}, {2}},                                   // 1-D, strided
+    };
+    uint32_t seed = 7;
+    for (const Layout& l : layouts) {
+        const int64_t numel = shape_numel(l.shape), nd = static_cast<int64_t>(l.shape.size());
+        StridedLayout<2> layout(l.shape, {&l.out_strides, &l.in_strides});
+        std::vector<std::pair<int64_t, int64_t>> ranges = {{0, numel}, {1, numel}, {0, numel - 1}};
+        for (int i = 0; i < 20; ++i) {
+            seed = seed * 1664525u + 1013904223u;
+            int64_t a = (seed >> 8) % (numel + 1);
+            seed = seed * 1664525u + 1013904223u;
+            int64_t b = (seed >> 8) % (numel + 1);
+            ranges.push_back({std::min(a, b), std::max(a, b)});
+        }
+        for (auto [begin, end] : ranges) {
+            std::vector<std::array<int64_t, 2>> seen;
+            for_each_run(layout, begin, end, [&](const auto& off, const auto& step, int64_t n) {
+                for (int64_t i = 0; i < n; ++i) seen.push_back({off[0] + i * step[0], off[1] + i * step[1]});
+            });
+            REQUIRE(static_cast<int64_t>(seen.size()) == end - begin);
+            for (int64_t idx = begin; idx < end; ++idx) {
+                int64_t rest = idx, out = 0, in = 0;
+                for (int64_t d = nd - 1; d >= 0; --d) {
+                    const int64_t i = rest % l.shape[d];
+                    rest /= l.shape[d];
+                    out += i * l.out_strides[d];
+                    in += i * l.in_strides[d];
+                }
+                INFO("layout " << &l - layouts.data() << ", range [" << begin << ", " << end << "), index " << idx);
+                REQUIRE(seen[idx - begin] == std::array<int64_t, 2>{out, in});
+            }
+        }
+    }
 }
