@@ -177,42 +177,52 @@ namespace {
 
 // The rows of a mask already expanded to x's shape (undefined: nothing is
 // masked). Row r's index splits over the leading dims like a multi-digit
-// number; broadcast dims (stride 0) move nothing, so only the others are
-// kept, each with the count of rows one step along it spans. For attention's
-// (T,T) mask expanded to (B,NH,T,T) that leaves one: offset = r % T * T.
+// number; broadcast dims (stride 0) move nothing, so the pattern of mask
+// rows repeats with the span of the outermost dim that does move: for
+// attention's (T,T) mask expanded to (B,NH,T,T), every T rows. Where each
+// row of one period starts is worked out once (a division per dim per row,
+// which per row of 8 would cost as much as the row's arithmetic); the loops
+// then step through the period.
 struct MaskRows {
-    struct Dim {
-        int64_t rows_per_step, size, stride;
-    };
     const bool* data = nullptr;
-    int64_t step = 0; // stride along a row
-    std::vector<Dim> dims;
+    int64_t step = 0;             // stride along a row
+    std::vector<int64_t> offsets; // row r starts at data + offsets[r % period]
 
     explicit MaskRows(const Tensor& m) {
         if (!m.defined()) return;
         data = m.data_ptr<bool>();
         step = m.strides().back();
+        struct Dim {
+            int64_t rows_per_step, size, stride;
+        };
+        std::vector<Dim> dims; // the dims that move, innermost first
         int64_t rows = 1;
         for (int64_t d = m.dim() - 2; d >= 0; --d) {
             if (m.strides()[d] != 0) dims.push_back({rows, m.shape()[d], m.strides()[d]});
             rows *= m.shape()[d];
         }
+        const int64_t period = dims.empty() ? 1 : dims.back().rows_per_step * dims.back().size;
+        offsets.assign(static_cast<size_t>(period), 0);
+        for (int64_t r = 0; r < period; ++r)
+            for (const Dim& d : dims) offsets[r] += r / d.rows_per_step % d.size * d.stride;
     }
+    int64_t period() const { return static_cast<int64_t>(offsets.size()); }
 
-    // Where row r starts, or null when nothing is masked.
-    const bool* row(int64_t r) const {
-        if (!data) return nullptr;
-        int64_t offset = 0;
-        for (const Dim& d : dims) offset += r / d.rows_per_step % d.size * d.stride;
-        return data + offset;
+    // Calls f(r, mask_row) for the rows r in [begin, end), stepping through
+    // the period instead of dividing; mask_row is null when nothing is masked.
+    template <typename F>
+    void for_rows(int64_t begin, int64_t end, const F& f) const {
+        if (!data) {
+            for (int64_t r = begin; r < end; ++r) f(r, static_cast<const bool*>(nullptr));
+            return;
+        }
+        int64_t j = begin % period();
+        for (int64_t r = begin; r < end; ++r) {
+            f(r, data + offsets[j]);
+            if (++j == period()) j = 0;
+        }
     }
 };
-
-// `x op s`, with op the multiply or divide the attention code wrote.
-template <typename T>
-T apply_scale(T x, T s, ScaleOp op) {
-    return op == ScaleOp::divide ? x / s : x * s;
-}
 
 } // namespace
 
@@ -249,16 +259,24 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
         const MaskRows masks(m);
         const int64_t rows = x.numel() / n;
         const int64_t block = std::max<int64_t>(1, 1024 / n); // rows filled, then softmaxed, while in L1
+        constexpr T kMasked = -std::numeric_limits<T>::infinity();
         parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t b, int64_t e) {
             for (int64_t r0 = b; r0 < e; r0 += block) {
                 const int64_t r1 = std::min(e, r0 + block);
-                for (int64_t r = r0; r < r1; ++r) {
-                    const bool* mr = masks.row(r);
-                    for (int64_t i = 0; i < n; ++i)
-                        py[r * n + i] = mr && mr[i * masks.step] ? -std::numeric_limits<T>::infinity()
-                                                                 : apply_scale(px[r * n + i], s, op);
-                }
-                softmax_rows(py + r0 * n, py + r0 * n, r1 - r0, n);
+                // Scale the block in one loop, then mask row by row.
+                const T* xb = px + r0 * n;
+                T* yb = py + r0 * n;
+                const int64_t len = (r1 - r0) * n;
+                if (op == ScaleOp::divide)
+                    for (int64_t j = 0; j < len; ++j) yb[j] = xb[j] / s;
+                else
+                    for (int64_t j = 0; j < len; ++j) yb[j] = xb[j] * s;
+                if (masks.data)
+                    masks.for_rows(r0, r1, [&](int64_t r, const bool* mr) {
+                        T* yr = py + r * n;
+                        for (int64_t i = 0; i < n; ++i) yr[i] = mr[i * masks.step] ? kMasked : yr[i];
+                    });
+                softmax_rows(yb, yb, r1 - r0, n);
             }
         });
     });
@@ -278,13 +296,17 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
                        const T* pg = g.data_ptr<T>();
                        T* pd = dx.data_ptr<T>();
                        const T s = static_cast<T>(scale);
-                       for_each_row(yv.shape(), yv.dim() - 1, [&](int64_t base, int64_t, int64_t) {
-                           const bool* mr = masks.row(base / n);
-                           const T *yr = pyv + base, *gr = pg + base;
+                       masks.for_rows(0, yv.numel() / n, [&](int64_t r, const bool* mr) {
+                           const T *yr = pyv + r * n, *gr = pg + r * n;
+                           T* dr = pd + r * n;
                            T dot = 0;
                            for (int64_t i = 0; i < n; ++i) dot += gr[i] * yr[i];
-                           for (int64_t i = 0; i < n; ++i)
-                               pd[base + i] = mr && mr[i * masks.step] ? T(0) : apply_scale(yr[i] * (gr[i] - dot), s, op);
+                           if (op == ScaleOp::divide)
+                               for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot) / s;
+                           else
+                               for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot) * s;
+                           if (mr)
+                               for (int64_t i = 0; i < n; ++i) dr[i] = mr[i * masks.step] ? T(0) : dr[i];
                        });
                    });
                    return {dx};

@@ -88,6 +88,22 @@ TEST_CASE("scaled_masked_softmax has the bits of scale, masked_fill and softmax 
             REQUIRE(sum(abs(x.grad()).masked_fill(causal == 0, 0)).item() == 0);
         }
     }
+    // A mask that differs per batch element and is broadcast over the heads,
+    // on enough rows of 64 (3 x 4 x 64) to be split between threads: each
+    // thread's first row must find its own mask row.
+    int threads = get_num_threads();
+    set_num_threads(std::max(2, threads));
+    Tensor mask = rand({3, 1, 64, 64}) + eye(64) * 2 < 0.3; // never the diagonal: no row is all masked
+    Tensor x = (randn({3, 4, 64, 64}) * 4).requires_grad_();
+    Tensor x2 = x.detach().clone().requires_grad_();
+    Tensor g = randn({3, 4, 64, 64});
+    Tensor fused = scaled_masked_softmax(x, mask, 8.0, ScaleOp::divide);
+    Tensor unfused = softmax(x2.masked_fill(mask, -INFINITY) / 8.0, -1);
+    set_num_threads(threads);
+    require_equal(fused, unfused, "weights, per-batch mask");
+    fused.backward(g);
+    unfused.backward(g);
+    require_equal(x.grad(), x2.grad(), "gradients, per-batch mask");
 }
 
 TEST_CASE("scaled_masked_softmax rejects bad masks, scales and dtypes", "[softmax][errors]") {
