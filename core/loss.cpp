@@ -13,10 +13,52 @@
 #include "exponential.h"
 #include "loops.h"
 #include "ops.h"
+#include "vectorize.h"
 
 namespace ember {
 
 using namespace internal;
+
+namespace {
+
+// cross_entropy's forward over n rows of c logits: lse_n = log sum_j e^(x_nj)
+// into lse, and the sum over counted rows of lse_n - x[n, t_n] returned.
+template <typename T>
+EMBER_VECTOR_CLONES double forward_rows(const T* x, const int64_t* targets, int64_t n, int64_t c,
+                                        int64_t ignore_index, double* lse) {
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const T* row = x + i * c;
+        T m = -std::numeric_limits<T>::infinity();
+        for (int64_t j = 0; j < c; ++j) m = std::max(m, row[j]);
+        // The exponentials in x's dtype (as PyTorch's log_softmax), their sum in double.
+        const double sum = sum_exp(row, 1, c, m);
+        lse[i] = static_cast<double>(m) + std::log(sum);
+        // -log softmax(x)[t] = lse - x[t]
+        if (targets[i] != ignore_index) total += lse[i] - static_cast<double>(row[targets[i]]);
+    }
+    return total;
+}
+
+// Its backward: dx_nj = scale * (softmax_nj - [j == t_n]) for counted rows,
+// 0 for ignored ones, with softmax_nj = e^(x_nj - lse_n) in x's dtype.
+template <typename T>
+EMBER_VECTOR_CLONES void backward_rows(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index,
+                                       const double* lse, double scale, T* dx) {
+    for (int64_t i = 0; i < n; ++i) {
+        T* drow = dx + i * c;
+        if (targets[i] == ignore_index) {
+            for (int64_t j = 0; j < c; ++j) drow[j] = T(0);
+            continue;
+        }
+        for (int64_t j = 0; j < c; ++j)
+            drow[j] = static_cast<T>(
+                static_cast<double>(exponential(static_cast<T>(static_cast<double>(x[i * c + j]) - lse[i]))) * scale);
+        drow[targets[i]] -= static_cast<T>(scale);
+    }
+}
+
+} // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
     // Accept (N,C) with (N), and a single row (C) with a 0-d target.
@@ -51,19 +93,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
     Tensor lse = empty({n}, kFloat64); // log sum_j e^(x_nj), per row
     Tensor loss = empty({}, logits.dtype());
     dispatch_floating(x.dtype(), "cross_entropy", [&]<typename T>(TypeTag<T>) {
-        const T* px = x.data_ptr<T>();
-        double* pl = lse.data_ptr<double>();
-        double total = 0;
-        for (int64_t i = 0; i < n; ++i) {
-            const T* row = px + i * c;
-            T m = -std::numeric_limits<T>::infinity();
-            for (int64_t j = 0; j < c; ++j) m = std::max(m, row[j]);
-            // The exponentials in x's dtype (as PyTorch's log_softmax), their sum in double.
-            const double sum = sum_exp(row, 1, c, m);
-            pl[i] = static_cast<double>(m) + std::log(sum);
-            // -log softmax(x)[t] = lse - x[t]
-            if (pt[i] != ignore_index) total += pl[i] - static_cast<double>(row[pt[i]]);
-        }
+        const double total = forward_rows(x.data_ptr<T>(), pt, n, c, ignore_index, lse.data_ptr<double>());
         // Every target ignored: 0/0 = NaN, as PyTorch.
         loss.data_ptr<T>()[0] = static_cast<T>(total / static_cast<double>(count));
     });
@@ -78,24 +108,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
                    const Tensor& xv = xs.get();
                    Tensor dx = empty(xv.shape(), xv.dtype());
                    dispatch_floating(xv.dtype(), "cross_entropy", [&]<typename T>(TypeTag<T>) {
-                       const T* px = xv.data_ptr<T>();
-                       const int64_t* ptv = ts.get().data_ptr<int64_t>();
-                       const double* pl = ls.get().data_ptr<double>();
-                       T* pd = dx.data_ptr<T>();
-                       const double scale = dout.item<double>() / static_cast<double>(count);
-                       // softmax_nj = e^(x_nj - lse_n), the exponential in x's dtype.
-                       for (int64_t i = 0; i < n; ++i) {
-                           T* drow = pd + i * c;
-                           if (ptv[i] == ignore_index) {
-                               for (int64_t j = 0; j < c; ++j) drow[j] = T(0);
-                               continue;
-                           }
-                           for (int64_t j = 0; j < c; ++j)
-                               drow[j] = static_cast<T>(
-                                   static_cast<double>(exponential(static_cast<T>(static_cast<double>(px[i * c + j]) - pl[i]))) *
-                                   scale);
-                           drow[ptv[i]] -= static_cast<T>(scale);
-                       }
+                       backward_rows(xv.data_ptr<T>(), ts.get().data_ptr<int64_t>(), n, c, ignore_index,
+                                     ls.get().data_ptr<double>(), dout.item<double>() / static_cast<double>(count),
+                                     dx.data_ptr<T>());
                    });
                    return {dx, Tensor()};
                });

@@ -15,6 +15,7 @@
 #include "loops.h"
 #include "ops.h"
 #include "shape.h"
+#include "vectorize.h"
 
 namespace ember {
 
@@ -65,7 +66,7 @@ void softmax_row(const T* x, T* out, int64_t stride, int64_t n, bool log) {
 // exponentials of several rows go through one buffer: the vectorised loop
 // then runs long enough to pay for itself.
 template <typename T>
-void softmax_rows(const T* x, T* out, int64_t rows, int64_t n) {
+EMBER_VECTOR_CLONES void softmax_rows(const T* x, T* out, int64_t rows, int64_t n) {
     constexpr int64_t kBuffer = 256;
     if (n == 0 || n > kBuffer / 2) {
         for (int64_t r = 0; r < rows; ++r) softmax_row(x + r * n, out + r * n, 1, n, false);
@@ -224,6 +225,25 @@ struct MaskRows {
     }
 };
 
+// The backward over `rows` contiguous rows of n: dx from the saved output y
+// and dy, in the order the three unfused ops' backwards would compute it.
+template <typename T>
+EMBER_VECTOR_CLONES void scaled_masked_softmax_backward_rows(const T* y, const T* dy, T* dx, int64_t rows, int64_t n,
+                                                             const MaskRows& masks, T s, ScaleOp op) {
+    masks.for_rows(0, rows, [&](int64_t r, const bool* mr) {
+        const T *yr = y + r * n, *gr = dy + r * n;
+        T* dr = dx + r * n;
+        T dot = 0;
+        for (int64_t i = 0; i < n; ++i) dot += gr[i] * yr[i];
+        if (op == ScaleOp::divide)
+            for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot) / s;
+        else
+            for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot) * s;
+        if (mr)
+            for (int64_t i = 0; i < n; ++i) dr[i] = mr[i * masks.step] ? T(0) : dr[i];
+    });
+}
+
 } // namespace
 
 Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, ScaleOp op) {
@@ -295,19 +315,8 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
                        const T* pyv = yv.data_ptr<T>();
                        const T* pg = g.data_ptr<T>();
                        T* pd = dx.data_ptr<T>();
-                       const T s = static_cast<T>(scale);
-                       masks.for_rows(0, yv.numel() / n, [&](int64_t r, const bool* mr) {
-                           const T *yr = pyv + r * n, *gr = pg + r * n;
-                           T* dr = pd + r * n;
-                           T dot = 0;
-                           for (int64_t i = 0; i < n; ++i) dot += gr[i] * yr[i];
-                           if (op == ScaleOp::divide)
-                               for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot) / s;
-                           else
-                               for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot) * s;
-                           if (mr)
-                               for (int64_t i = 0; i < n; ++i) dr[i] = mr[i * masks.step] ? T(0) : dr[i];
-                       });
+                       scaled_masked_softmax_backward_rows(pyv, pg, pd, yv.numel() / n, n, masks,
+                                                           static_cast<T>(scale), op);
                    });
                    return {dx};
                });

@@ -8,6 +8,7 @@
 
 #include "../core/autograd.h"
 #include "../core/loops.h"
+#include "../core/vectorize.h"
 
 namespace ember::optim {
 
@@ -110,6 +111,27 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o) : Optimizer(std::move(p
     state_.resize(params_.size());
 }
 
+namespace {
+
+// AdamW's update of n elements, PyTorch's single-tensor loop one element at a
+// time. Four distinct arrays: promising the compiler they do not overlap,
+// and passing the scalars by value, lets it vectorise the loop (each
+// element's arithmetic is unchanged).
+template <typename T>
+EMBER_VECTOR_CLONES void adamw_update(T* __restrict__ pp, const T* __restrict__ pg, T* __restrict__ m,
+                                      T* __restrict__ v, int64_t n, T decay, T beta1, T one_minus_beta1, T beta2,
+                                      T one_minus_beta2, T bc2_sqrt, T eps, T neg_step) {
+    for (int64_t j = 0; j < n; ++j) {
+        pp[j] = pp[j] * decay;                                   // param.mul_(1 - lr * wd)
+        m[j] = m[j] * beta1 + pg[j] * one_minus_beta1;           // exp_avg.mul_(b1).add_(g, alpha=1-b1)
+        v[j] = v[j] * beta2 + (pg[j] * pg[j]) * one_minus_beta2; // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
+        T denom = std::sqrt(v[j]) / bc2_sqrt + eps;              // (v.sqrt() / bc2_sqrt).add_(eps)
+        pp[j] = pp[j] + neg_step * (m[j] / denom);               // param.addcdiv_(m, denom, -step_size)
+    }
+}
+
+} // namespace
+
 void AdamW::step() {
     NoGradGuard no_grad;
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -142,21 +164,9 @@ void AdamW::step() {
             const T bc2_sqrt = static_cast<T>(bias_correction2_sqrt);
             const T eps = static_cast<T>(options.eps);
             const T neg_step = static_cast<T>(-step_size);
-            parallel_for(0, p.numel(), kElementwiseGrain, [=](int64_t b, int64_t e) {
-                // Four distinct tensors: promising the compiler they do not
-                // overlap, and capturing the scalars by value, lets it
-                // vectorise the loop (each element's arithmetic is unchanged).
-                T* __restrict__ pp = pp_;
-                T* __restrict__ m = m_;
-                T* __restrict__ v = v_;
-                const T* __restrict__ pg = pg_;
-                for (int64_t j = b; j < e; ++j) {
-                    pp[j] = pp[j] * decay;                                   // param.mul_(1 - lr * wd)
-                    m[j] = m[j] * beta1 + pg[j] * one_minus_beta1;           // exp_avg.mul_(b1).add_(g, alpha=1-b1)
-                    v[j] = v[j] * beta2 + (pg[j] * pg[j]) * one_minus_beta2; // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
-                    T denom = std::sqrt(v[j]) / bc2_sqrt + eps;              // (v.sqrt() / bc2_sqrt).add_(eps)
-                    pp[j] = pp[j] + neg_step * (m[j] / denom);               // param.addcdiv_(m, denom, -step_size)
-                }
+            parallel_for(0, p.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+                adamw_update(pp_ + b, pg_ + b, m_ + b, v_ + b, e - b, decay, beta1, one_minus_beta1, beta2,
+                             one_minus_beta2, bc2_sqrt, eps, neg_step);
             });
         });
         internal::bump_version(p);
