@@ -51,42 +51,6 @@ double row_sum(int64_t n, const F& f) {
 // rows overlap in the CPU. Every row's arithmetic is unchanged.
 constexpr int64_t kRowBlock = 16;
 
-// Rows [begin, end) of the forward: mean and rstd into pm and pr, y into py.
-template <typename T>
-void forward_rows(const T* px, const T* pw, const T* pb, T* py, double* pm, double* pr, int64_t n,
-                                      double eps, int64_t begin, int64_t end) {
-    for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
-        const int64_t r1 = std::min(end, r0 + kRowBlock);
-        // Two passes in double: the mean, then the squared deviations.
-        for (int64_t r = r0; r < r1; ++r) {
-            const T* xr = px + r * n;
-            pm[r] = row_sum(n, [&](int64_t j) { return static_cast<double>(xr[j]); }) / static_cast<double>(n);
-        }
-        for (int64_t r = r0; r < r1; ++r) {
-            const T* xr = px + r * n;
-            const double m = pm[r];
-            pr[r] = row_sum(n, [&](int64_t j) {
-                        const double d = xr[j] - m;
-                        return d * d;
-                    }) /
-                    static_cast<double>(n); // the variance, for now
-        }
-        for (int64_t r = r0; r < r1; ++r) pr[r] = 1.0 / std::sqrt(pr[r] + eps);
-        // y = xhat * w + b, each step rounded to T as three separate ops would.
-        for (int64_t r = r0; r < r1; ++r) {
-            const T* xr = px + r * n;
-            T* yr = py + r * n;
-            const double m = pm[r], s = pr[r];
-            for (int64_t j = 0; j < n; ++j) {
-                T v = static_cast<T>((xr[j] - m) * s); // xhat
-                if (pw) v *= pw[j];
-                if (pb) v += pb[j];
-                yr[j] = v;
-            }
-        }
-    }
-}
-
 template <typename T>
 void forward_kernel(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Rows& rows, const Tensor& y,
                     const Tensor& mean, const Tensor& rstd) {
@@ -96,48 +60,45 @@ void forward_kernel(const Tensor& x, const Tensor& w, const Tensor& b, double ep
     T* py = y.data_ptr<T>();
     double* pm = mean.data_ptr<double>();
     double* pr = rstd.data_ptr<double>();
+    const int64_t n = rows.n;
     parallel_for(0, rows.count, rows.grain(), [&](int64_t begin, int64_t end) {
-        forward_rows(px, pw, pb, py, pm, pr, rows.n, eps, begin, end);
+        for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
+            const int64_t r1 = std::min(end, r0 + kRowBlock);
+            // Two passes in double: the mean, then the squared deviations.
+            for (int64_t r = r0; r < r1; ++r) {
+                const T* xr = px + r * n;
+                pm[r] = row_sum(n, [&](int64_t j) { return static_cast<double>(xr[j]); }) / static_cast<double>(n);
+            }
+            for (int64_t r = r0; r < r1; ++r) {
+                const T* xr = px + r * n;
+                const double m = pm[r];
+                pr[r] = row_sum(n, [&](int64_t j) {
+                            const double d = xr[j] - m;
+                            return d * d;
+                        }) /
+                        static_cast<double>(n); // the variance, for now
+            }
+            for (int64_t r = r0; r < r1; ++r) pr[r] = 1.0 / std::sqrt(pr[r] + eps);
+            // y = xhat * w + b, each step rounded to T as three separate ops would.
+            for (int64_t r = r0; r < r1; ++r) {
+                const T* xr = px + r * n;
+                T* yr = py + r * n;
+                const double m = pm[r], s = pr[r];
+                for (int64_t j = 0; j < n; ++j) {
+                    T v = static_cast<T>((xr[j] - m) * s); // xhat
+                    if (pw) v *= pw[j];
+                    if (pb) v += pb[j];
+                    yr[j] = v;
+                }
+            }
+        }
     });
 }
 
-// backward of y = xhat * w + b, xhat = (x - mean) * rstd, per row:
-//   dxhat = dout * w
-//   dx = rstd * (dxhat - mean_j(dxhat) - xhat * mean_j(dxhat * xhat))
-// (the mean and rstd depend on every x of the row: those are the two terms
-// subtracted), and over rows: dw = sum dout * xhat, db = sum dout.
-
-// Rows [begin, end) of dx.
-template <typename T>
-void backward_dx_rows(const T* pg, const T* px, const T* pw, const double* pm, const double* pr,
-                                          T* pd, int64_t n, int64_t begin, int64_t end) {
-    // The two means of each row of a block first, as in the forward.
-    double dxhat_mean[kRowBlock], dxhat_xhat_mean[kRowBlock];
-    for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
-        const int64_t r1 = std::min(end, r0 + kRowBlock);
-        for (int64_t r = r0; r < r1; ++r) {
-            const T* g = pg + r * n;
-            const T* xr = px + r * n;
-            const double m = pm[r], s = pr[r];
-            auto dxhat = [&](int64_t j) { return static_cast<double>(g[j]) * pw[j]; };
-            dxhat_mean[r - r0] = row_sum(n, dxhat) / static_cast<double>(n);
-            dxhat_xhat_mean[r - r0] =
-                row_sum(n, [&](int64_t j) { return dxhat(j) * ((xr[j] - m) * s); }) / static_cast<double>(n);
-        }
-        for (int64_t r = r0; r < r1; ++r) {
-            const T* g = pg + r * n;
-            const T* xr = px + r * n;
-            const double m = pm[r], s = pr[r], a = dxhat_mean[r - r0], c = dxhat_xhat_mean[r - r0];
-            for (int64_t j = 0; j < n; ++j) {
-                const double xhat = (xr[j] - m) * s;
-                pd[r * n + j] = static_cast<T>(s * (static_cast<double>(g[j]) * pw[j] - a - xhat * c));
-            }
-        }
-    }
-}
-
-// Columns [begin, end) of dw and db (either may be null), summing over all
-// rows in order.
+// Columns [begin, end) of LayerNorm's dw and db (either may be null), each
+// summed over all rows in order. Marked for an AVX2 copy (core/vectorize.h):
+// this loop runs faster that way; the row kernels here ran slower, so they
+// are not marked.
 template <typename T>
 EMBER_VECTOR_CLONES void backward_dw_db_columns(const T* pg, const T* px, const double* pm, const double* pr, T* pdw,
                                                 T* pdb, int64_t count, int64_t n, int64_t begin, int64_t end) {
@@ -158,6 +119,11 @@ EMBER_VECTOR_CLONES void backward_dw_db_columns(const T* pg, const T* px, const 
     }
 }
 
+// backward of y = xhat * w + b, xhat = (x - mean) * rstd, per row:
+//   dxhat = dout * w
+//   dx = rstd * (dxhat - mean_j(dxhat) - xhat * mean_j(dxhat * xhat))
+// (the mean and rstd depend on every x of the row: those are the two terms
+// subtracted), and over rows: dw = sum dout * xhat, db = sum dout.
 template <typename T>
 void backward_kernel(const Tensor& dout, const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
                      const Rows& rows, const Tensor& dx, const Tensor& dw, const Tensor& db) {
@@ -173,7 +139,29 @@ void backward_kernel(const Tensor& dout, const Tensor& x, const Tensor& w, const
     if (dx.defined()) {
         T* pd = dx.data_ptr<T>();
         parallel_for(0, rows.count, rows.grain(), [&](int64_t begin, int64_t end) {
-            backward_dx_rows(pg, px, pw, pm, pr, pd, n, begin, end);
+            // The two means of each row of a block first, as in the forward.
+            double dxhat_mean[kRowBlock], dxhat_xhat_mean[kRowBlock];
+            for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
+                const int64_t r1 = std::min(end, r0 + kRowBlock);
+                for (int64_t r = r0; r < r1; ++r) {
+                    const T* g = pg + r * n;
+                    const T* xr = px + r * n;
+                    const double m = pm[r], s = pr[r];
+                    auto dxhat = [&](int64_t j) { return static_cast<double>(g[j]) * pw[j]; };
+                    dxhat_mean[r - r0] = row_sum(n, dxhat) / static_cast<double>(n);
+                    dxhat_xhat_mean[r - r0] =
+                        row_sum(n, [&](int64_t j) { return dxhat(j) * ((xr[j] - m) * s); }) / static_cast<double>(n);
+                }
+                for (int64_t r = r0; r < r1; ++r) {
+                    const T* g = pg + r * n;
+                    const T* xr = px + r * n;
+                    const double m = pm[r], s = pr[r], a = dxhat_mean[r - r0], c = dxhat_xhat_mean[r - r0];
+                    for (int64_t j = 0; j < n; ++j) {
+                        const double xhat = (xr[j] - m) * s;
+                        pd[r * n + j] = static_cast<T>(s * (static_cast<double>(g[j]) * pw[j] - a - xhat * c));
+                    }
+                }
+            }
         });
     }
     if (dw.defined() || db.defined()) {
