@@ -225,12 +225,14 @@ struct MaskRows {
     }
 };
 
-// The backward over `rows` contiguous rows of n: dx from the saved output y
-// and dy, in the order the three unfused ops' backwards would compute it.
+// The backward over rows [begin, end) of n contiguous elements: dx from the
+// saved output y and dy, in the order the three unfused ops' backwards would
+// compute it.
 template <typename T>
-EMBER_VECTOR_CLONES void scaled_masked_softmax_backward_rows(const T* y, const T* dy, T* dx, int64_t rows, int64_t n,
-                                                             const MaskRows& masks, T s, ScaleOp op) {
-    masks.for_rows(0, rows, [&](int64_t r, const bool* mr) {
+EMBER_VECTOR_CLONES void scaled_masked_softmax_backward_rows(const T* y, const T* dy, T* dx, int64_t begin,
+                                                             int64_t end, int64_t n, const MaskRows& masks, T s,
+                                                             ScaleOp op) {
+    masks.for_rows(begin, end, [&](int64_t r, const bool* mr) {
         const T *yr = y + r * n, *gr = dy + r * n;
         T* dr = dx + r * n;
         T dot = 0;
@@ -315,8 +317,11 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
                        const T* pyv = yv.data_ptr<T>();
                        const T* pg = g.data_ptr<T>();
                        T* pd = dx.data_ptr<T>();
-                       scaled_masked_softmax_backward_rows(pyv, pg, pd, yv.numel() / n, n, masks,
-                                                           static_cast<T>(scale), op);
+                       parallel_for(0, yv.numel() / n, std::max<int64_t>(1, kElementwiseGrain / n),
+                                    [&](int64_t b, int64_t e) {
+                                        scaled_masked_softmax_backward_rows(pyv, pg, pd, b, e, n, masks,
+                                                                            static_cast<T>(scale), op);
+                                    });
                    });
                    return {dx};
                });

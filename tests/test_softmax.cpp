@@ -90,7 +90,7 @@ TEST_CASE("scaled_masked_softmax has the bits of scale, masked_fill and softmax 
     }
     // A mask that differs per batch element and is broadcast over the heads,
     // on enough rows of 64 (3 x 4 x 64) to be split between threads: each
-    // thread's first row must find its own mask row.
+    // thread's first row must find its own mask row, forward and back.
     int threads = get_num_threads();
     set_num_threads(std::max(2, threads));
     Tensor mask = rand({3, 1, 64, 64}) + eye(64) * 2 < 0.3; // never the diagonal: no row is all masked
@@ -99,10 +99,10 @@ TEST_CASE("scaled_masked_softmax has the bits of scale, masked_fill and softmax 
     Tensor g = randn({3, 4, 64, 64});
     Tensor fused = scaled_masked_softmax(x, mask, 8.0, ScaleOp::divide);
     Tensor unfused = softmax(x2.masked_fill(mask, -INFINITY) / 8.0, -1);
-    set_num_threads(threads);
     require_equal(fused, unfused, "weights, per-batch mask");
     fused.backward(g);
     unfused.backward(g);
+    set_num_threads(threads);
     require_equal(x.grad(), x2.grad(), "gradients, per-batch mask");
 }
 
