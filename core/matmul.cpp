@@ -69,10 +69,16 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b) {
                 }
             }
         };
-        // Many small products: one thread per batch slice (gemm then runs
-        // serially inside). One large product: gemm splits its rows instead.
-        if (nbatch > 1 && m * n * k < kGemmParallelWork) {
-            int64_t grain = std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(m * n * k, 1));
+        // Many small products, or enough mid-sized ones to keep every thread
+        // equally busy (attention's, at the lecture size 384 slices of
+        // 256 x 64 x 256): each thread takes whole slices, and gemm runs
+        // serially inside, with no barrier or shared packing per slice. A few
+        // large products: gemm splits each one's rows instead.
+        const int64_t work = m * n * k;
+        const bool by_slice = nbatch > 1 && (work < kGemmParallelWork ||
+                                             (nbatch >= 8 * get_num_threads() && work <= 64 * kGemmParallelWork));
+        if (by_slice) {
+            int64_t grain = std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(work, 1));
             parallel_for(0, nbatch, grain, slices);
         } else {
             slices(0, nbatch);

@@ -188,14 +188,22 @@ TEST_CASE("matmul does not depend on the thread count", "[matmul][parallel]") {
     Tensor a = from_vector(pattern(200 * 300, 5), {200, 300});
     Tensor b = from_vector(pattern(300 * 150, 6), {300, 150});
     Tensor q = from_vector(pattern(64 * 16 * 16, 7), {64, 16, 16});
+    // Mid-sized slices: 16 of them are shared out whole between threads, 2
+    // of them each split by rows.
+    Tensor h = from_vector(pattern(16 * 96 * 48, 8), {16, 96, 48});
+    Tensor h2 = h.slice(0, 0, 2);
     int threads = get_num_threads();
     set_num_threads(1);
     Tensor one = matmul(a, b), bone = matmul(q, q.transpose(-2, -1));
+    Tensor hone = matmul(h, h.transpose(-2, -1)), h2one = matmul(h2, h2.transpose(-2, -1));
     set_num_threads(std::max(2, threads));
     Tensor many = matmul(a, b), bmany = matmul(q, q.transpose(-2, -1));
+    Tensor hmany = matmul(h, h.transpose(-2, -1)), h2many = matmul(h2, h2.transpose(-2, -1));
     set_num_threads(threads);
     require_equal(one, many, "large product");
     require_equal(bone, bmany, "batched product");
+    require_equal(hone, hmany, "batched product, mid-sized slices");
+    require_equal(h2one, h2many, "two mid-sized slices");
 }
 
 TEST_CASE("linear matches PyTorch's F.linear, values and gradients", "[matmul][linear]") {
