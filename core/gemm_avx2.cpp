@@ -193,6 +193,56 @@ void copy_rows_avx2(MatrixRef<const float> b, float* out) {
         for (int64_t j = j0; j < n; ++j) out[p * n + j] = b.at(p, j);
 }
 
+// ---- packing for the packed driver -----------------------------------------------------------
+//
+// The packed driver lays A out in panels of 6 rows (out[p*6 + i]) and B in
+// panels of 16 columns (out[p*16 + j]). When the copy runs across the
+// operand's contiguous dim, one float at a time through both strides, it
+// costs as much as a tenth of a large product's time; these do full panels
+// with 8x8 transposes or whole-vector moves instead. Copies: same values.
+
+void pack_a_panel_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out) {
+    if (a.col_stride == 1) { // rows contiguous: 8 columns of 6 rows (and 2 repeats) at a time, transposed
+        const float* row[8];
+        for (int64_t r = 0; r < 8; ++r) row[r] = &a.at(i0 + std::min<int64_t>(r, 5), p0);
+        int64_t p = 0;
+        for (; p + 8 <= kc; p += 8) {
+            __m256 v[8];
+            transposed_8x8(row, p, v);
+            for (int q = 0; q < 8; ++q) { // lanes 0-5 of each: 4 floats, then 2
+                float* dst = out + (p + q) * 6;
+                _mm_storeu_ps(dst, _mm256_castps256_ps128(v[q]));
+                _mm_storel_pi(reinterpret_cast<__m64*>(dst + 4), _mm256_extractf128_ps(v[q], 1));
+            }
+        }
+        for (; p < kc; ++p)
+            for (int64_t i = 0; i < 6; ++i) out[p * 6 + i] = row[i][p];
+    } else { // columns contiguous (a transposed matrix): each step of k is 6 adjacent floats
+        for (int64_t p = 0; p < kc; ++p) {
+            const float* src = &a.at(i0, p0 + p);
+            _mm_storeu_ps(out + p * 6, _mm_loadu_ps(src));
+            _mm_storel_pi(reinterpret_cast<__m64*>(out + p * 6 + 4),
+                          _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(src + 4)));
+        }
+    }
+}
+
+void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out) {
+    const float* col[16];
+    for (int64_t j = 0; j < 16; ++j) col[j] = &b.at(p0, j0 + j);
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        __m256 lo[8], hi[8];
+        transposed_8x8(col, p, lo), transposed_8x8(col + 8, p, hi);
+        for (int q = 0; q < 8; ++q) {
+            _mm256_storeu_ps(out + (p + q) * 16, lo[q]);
+            _mm256_storeu_ps(out + (p + q) * 16 + 8, hi[q]);
+        }
+    }
+    for (; p < kc; ++p)
+        for (int64_t j = 0; j < 16; ++j) out[p * 16 + j] = col[j][p];
+}
+
 // ---- narrow panels: 5 to 8 columns ----------------------------------------------------------
 //
 // A panel of C 5 to 8 columns wide (all of C, for attention's (T,T) scores
@@ -302,6 +352,16 @@ void edge_columns_avx2(MatrixRef<const float> a, const float* b, int64_t brs, Ma
 void copy_rows_avx2(MatrixRef<const float> b, float* out) {
     for (int64_t p = 0; p < b.rows; ++p)
         for (int64_t j = 0; j < b.cols; ++j) out[p * b.cols + j] = b.at(p, j);
+}
+
+void pack_a_panel_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out) {
+    for (int64_t p = 0; p < kc; ++p)
+        for (int64_t i = 0; i < 6; ++i) out[p * 6 + i] = a.at(i0 + i, p0 + p);
+}
+
+void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out) {
+    for (int64_t p = 0; p < kc; ++p)
+        for (int64_t j = 0; j < 16; ++j) out[p * 16 + j] = b.at(p0 + p, j0 + j);
 }
 
 void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,

@@ -60,6 +60,10 @@ void pack_b(MatrixRef<const float> b, int64_t pc, int64_t kc, int64_t jc, int64_
     for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
         const int64_t j0 = jc + panel * kNr, cols = std::min(kNr, nc - panel * kNr);
         float* dst = out + panel * kc * kNr;
+        if (b.row_stride == 1 && b.col_stride != 1 && cols == kNr) {
+            pack_b_panel_transposed_avx2(b, pc, kc, j0, dst);
+            continue;
+        }
         for (int64_t p = 0; p < kc; ++p) {
             const float* src = &b.at(pc + p, j0);
             if (b.col_stride == 1 && cols == kNr) {
@@ -77,6 +81,10 @@ void pack_a(MatrixRef<const float> a, int64_t ic, int64_t mc, int64_t pc, int64_
     for (int64_t panel = 0; panel * kMr < mc; ++panel) {
         const int64_t i0 = ic + panel * kMr, rows = std::min(kMr, mc - panel * kMr);
         float* dst = out + panel * kc * kMr;
+        if (rows == kMr && (a.col_stride == 1 || a.row_stride == 1)) {
+            pack_a_panel_avx2(a, i0, pc, kc, dst);
+            continue;
+        }
         for (int64_t p = 0; p < kc; ++p) {
             for (int64_t i = 0; i < rows; ++i) dst[p * kMr + i] = a.at(i0 + i, pc + p);
             for (int64_t i = rows; i < kMr; ++i) dst[p * kMr + i] = 0.0f;

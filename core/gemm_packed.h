@@ -39,6 +39,13 @@ void edge_columns_avx2(MatrixRef<const float> a, const float* b, int64_t brs, Ma
 // matrix (row stride 1).
 void copy_rows_avx2(MatrixRef<const float> b, float* out);
 
+// One full panel of A for the packed driver: rows [i0, i0 + 6), columns
+// [p0, p0 + kc), as out[p*6 + i]. A's rows or its columns must be contiguous.
+void pack_a_panel_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out);
+// One full panel of a B whose columns are contiguous (row stride 1, such as
+// W^T or k^T): rows [p0, p0 + kc), columns [j0, j0 + 16), as out[p*16 + j].
+void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out);
+
 // Rows [row_begin, row_end) of c = a @ b (+ c when add), without packing:
 // A read through its strides, B and C row by row (b.col_stride and
 // c.col_stride must be 1). For products too small to repay packing.
