@@ -13,6 +13,7 @@
 #include "exponential.h"
 #include "loops.h"
 #include "ops.h"
+#include "random_internal.h"
 #include "vectorize.h"
 
 namespace ember {
@@ -125,12 +126,14 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
     // PyTorch draws nothing in these cases, and neither do we.
     if (!training || p == 0.0 || x.numel() == 0) return x;
     if (p == 1.0) return mul(x, 0);
-    // noise = bernoulli(1 - p) / (1 - p), with the division done in the
-    // tensor's dtype (float(1 - p)), then out = x * noise: built from
-    // primitives, so the backward dx = dout * noise comes from mul.
+    // PyTorch: noise = bernoulli(1 - p), noise.div_(1 - p), out = x * noise.
+    // The division is done in the tensor's dtype, 1 / float(1 - p) for a
+    // kept float32 element and 0 for a dropped one; ember draws the mask with
+    // those values in one pass (the same draws, the same bits). The backward
+    // dx = dout * noise comes from mul.
+    const double kept = x.dtype() == kFloat32 ? static_cast<double>(1.0f / static_cast<float>(1.0 - p)) : 1.0 / (1.0 - p);
     Tensor noise = empty(x.shape(), x.dtype());
-    noise.bernoulli_(1.0 - p, generator);
-    noise.div_(1.0 - p);
+    bernoulli_fill(noise, 1.0 - p, kept, generator_or_default(generator));
     return mul(x, noise);
 }
 

@@ -378,41 +378,38 @@ Tensor randint(int64_t high, const Shape& shape, TensorOptions options, Generato
 
 // ---- Bernoulli: bernoulli_(p), bernoulli(p tensor), dropout's mask ------------------------------
 
-Tensor& Tensor::bernoulli_(double p, Generator* generator) {
-    check_fill_target(*this, "bernoulli_");
-    if (!(p >= 0.0 && p <= 1.0))
-        fail<ValueError>("bernoulli_", "p must be in [0, 1], got p=", p, " (tensor of shape ", shape(), ")");
-    Generator& gen = generator_or_default(generator);
-    // One u53 per element (two words, the first the high half), 1 when
-    // u53 * 2^-53 < p. Scaling by 2^53 is exact, so that is the integer test
-    // u53 < ceil(p * 2^53): the same outcome without a conversion.
+void internal::bernoulli_fill(Tensor& t, double p, double kept, Generator& gen) {
+    // One u53 per element (two words, the first the high half), a success
+    // when u53 * 2^-53 < p. Scaling by 2^53 is exact, so that is the integer
+    // test u53 < ceil(p * 2^53): the same outcome without a conversion.
     const uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 0x1p53));
     const uint64_t low53 = (uint64_t{1} << 53) - 1;
     // Words are drawn a block at a time, exactly two per element in all.
     constexpr int64_t kBlock = 4096;
     uint32_t words[kBlock];
-    dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
+    dispatch(t.dtype(), [&]<typename T>(TypeTag<T>) {
+        const T value = static_cast<T>(kept);
         // The element drawn from words w[0], w[1], without a branch on the
         // outcome (a CPU would mispredict it as often as it is random): both
         // below 2^54, u53 - threshold is negative, its top bit set, exactly
-        // when u53 < threshold.
+        // when u53 < threshold. That bit, 0 or 1, times the kept value.
         auto draw = [&](const uint32_t* w) {
             const uint64_t u53 = (uint64_t{w[0]} << 32 | w[1]) & low53;
-            return static_cast<T>(static_cast<int32_t>((u53 - threshold) >> 63));
+            return static_cast<T>(static_cast<T>(static_cast<int32_t>((u53 - threshold) >> 63)) * value);
         };
-        if (is_contiguous()) {
+        if (t.is_contiguous()) {
             // The common case (dropout's mask): whole blocks, with no test
             // for a refill on every element.
-            T* data = data_ptr<T>();
-            for (int64_t start = 0; start < numel(); start += kBlock / 2) {
-                const int64_t count = std::min(kBlock / 2, numel() - start);
+            T* data = t.data_ptr<T>();
+            for (int64_t start = 0; start < t.numel(); start += kBlock / 2) {
+                const int64_t count = std::min(kBlock / 2, t.numel() - start);
                 gen.random_words(words, 2 * count);
                 for (int64_t i = 0; i < count; ++i) data[start + i] = draw(words + 2 * i);
             }
             return;
         }
-        int64_t left = 2 * numel(), have = 0, at = 0;
-        for_each_in_memory_order<T>(*this, [&](T& x) {
+        int64_t left = 2 * t.numel(), have = 0, at = 0;
+        for_each_in_memory_order<T>(t, [&](T& x) {
             if (at == have) {
                 have = std::min(left, kBlock);
                 gen.random_words(words, have);
@@ -423,6 +420,13 @@ Tensor& Tensor::bernoulli_(double p, Generator* generator) {
             at += 2;
         });
     });
+}
+
+Tensor& Tensor::bernoulli_(double p, Generator* generator) {
+    check_fill_target(*this, "bernoulli_");
+    if (!(p >= 0.0 && p <= 1.0))
+        fail<ValueError>("bernoulli_", "p must be in [0, 1], got p=", p, " (tensor of shape ", shape(), ")");
+    bernoulli_fill(*this, p, 1.0, generator_or_default(generator));
     finish_fill(*this, "BernoulliBackward1");
     return *this;
 }

@@ -44,6 +44,13 @@ void check_fill_target(const Tensor& t, const char* op);
 // (its values no longer depend on its past), named as PyTorch names it.
 void finish_fill(const Tensor& t, const char* grad_name);
 
+// bernoulli_'s draws without its checks or its graph node: each element of
+// t becomes `kept` (in t's dtype) where its draw succeeds, with probability
+// p, and 0 where it fails. bernoulli_ keeps 1; dropout keeps 1 / (1 - p), so
+// its mask is drawn and scaled in one pass, with the values bernoulli_
+// followed by div_ would give.
+void bernoulli_fill(Tensor& t, double p, double kept, Generator& gen);
+
 // Calls f(x) with a reference to each element x of t (C++ type T), in memory
 // order.
 template <typename T, typename F>
