@@ -131,7 +131,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
     // kept float32 element and 0 for a dropped one; ember draws the mask with
     // those values in one pass (the same draws, the same bits). The backward
     // dx = dout * noise comes from mul.
-    const double kept = x.dtype() == kFloat32 ? static_cast<double>(1.0f / static_cast<float>(1.0 - p)) : 1.0 / (1.0 - p);
+    const double kept =
+        x.dtype() == kFloat32 ? static_cast<double>(1.0f / static_cast<float>(1.0 - p)) : 1.0 / (1.0 - p);
     Tensor noise = empty(x.shape(), x.dtype());
     bernoulli_fill(noise, 1.0 - p, kept, generator_or_default(generator));
     return mul(x, noise);
