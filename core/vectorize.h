@@ -4,7 +4,7 @@
 // The library is built for baseline x86-64 (SSE2: 4 floats per vector) so
 // that it runs on any x86-64 CPU. The matrix kernels pick AVX2 and FMA at
 // run time from a file compiled for them (core/gemm_avx2.cpp). Element-wise
-// loops (the exponential in softmax and cross-entropy, LayerNorm's rows)
+// loops (the exponential in softmax and cross-entropy, AdamW's update)
 // get the same choice from GCC's target_clones: the function is compiled
 // once per target, and the dynamic loader binds calls to the copy the CPU
 // supports (an ifunc). The loops must be in the marked function itself (or

@@ -153,10 +153,10 @@ void AdamW::step() {
         const double bias_correction2_sqrt = std::sqrt(bias_correction2);
         Tensor g = grad_of(p);
         dispatch_floating(p.dtype(), "AdamW", [&]<typename T>(TypeTag<T>) {
-            T* pp_ = p.data_ptr<T>();
-            const T* pg_ = g.data_ptr<T>();
-            T* m_ = s.exp_avg.data_ptr<T>();
-            T* v_ = s.exp_avg_sq.data_ptr<T>();
+            T* param = p.data_ptr<T>();
+            const T* grad = g.data_ptr<T>();
+            T* exp_avg = s.exp_avg.data_ptr<T>();
+            T* exp_avg_sq = s.exp_avg_sq.data_ptr<T>();
             // Each Python float becomes the tensor's dtype where it meets a tensor.
             const T decay = static_cast<T>(1 - options.lr * options.weight_decay);
             const T beta1 = static_cast<T>(options.beta1), one_minus_beta1 = static_cast<T>(1 - options.beta1);
@@ -165,8 +165,8 @@ void AdamW::step() {
             const T eps = static_cast<T>(options.eps);
             const T neg_step = static_cast<T>(-step_size);
             parallel_for(0, p.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-                adamw_update(pp_ + b, pg_ + b, m_ + b, v_ + b, e - b, decay, beta1, one_minus_beta1, beta2,
-                             one_minus_beta2, bc2_sqrt, eps, neg_step);
+                adamw_update(param + b, grad + b, exp_avg + b, exp_avg_sq + b, e - b, decay, beta1, one_minus_beta1,
+                             beta2, one_minus_beta2, bc2_sqrt, eps, neg_step);
             });
         });
         internal::bump_version(p);
