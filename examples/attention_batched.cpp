@@ -48,8 +48,8 @@ int main() {
     Tensor qs = stack({q1, q2}, 1), ks = stack({k1, k2}, 1), vs = stack({v1, v2}, 1);
     Tensor heads2 = head(qs, ks, vs); // (B,2,T,C)
     // heads2[1] is batch element 1, not head 1: comparing it with head 1 is the seed's trap.
-    std::cout << "heads2[1] is head 1? " << py_bool(allclose(heads.index({Slice(), Slice(), Slice(C, None)}), heads2[1]))
-              << "\n";
+    std::cout << "heads2[1] is head 1? "
+              << py_bool(allclose(heads.index({Slice(), Slice(), Slice(C, None)}), heads2[1])) << "\n";
     // Merging heads: move the head dim next to the channels first.
     std::cout << "transpose, then reshape: " << py_bool(allclose(heads, heads2.transpose(1, 2).reshape({B, T, 2 * C})))
               << "\n";
@@ -63,8 +63,12 @@ int main() {
     Tensor tokens = randint(0, vocab_size, {2, seq_len});
     nn::Embedding embedding(vocab_size, d_model);
     Tensor embedded = embedding(tokens);
-    nn::AttentionConfig config{.d_in = d_model, .d_out = d_model, .context_length = seq_len, .num_heads = n_head,
-                               .qkv_bias = true, .causal = false};
+    nn::AttentionConfig config{.d_in = d_model,
+                               .d_out = d_model,
+                               .context_length = seq_len,
+                               .num_heads = n_head,
+                               .qkv_bias = true,
+                               .causal = false};
     nn::BatchedMultiHeadAttention attn(config);
     Tensor hidden = attn(embedded);
     std::cout << "input x: " << torch_size(tokens.shape()) << ", and embedded: " << torch_size(embedded.shape())

@@ -23,8 +23,8 @@ int main() {
     nn::MultiHeadAttention mha(num_heads, head_size, C, /*block_size=*/T, /*dropout=*/0.0);
     std::vector<Tensor> outs;
     for (size_t h = 0; h < mha.heads->size(); ++h) outs.push_back((*mha.heads)[h]->forward(x)); // 4 x (B,T,8)
-    Tensor out = cat(outs, -1);    // (B,T,32): the heads' channels side by side
-    out = mha.proj->forward(out);  // (B,T,C)
+    Tensor out = cat(outs, -1);   // (B,T,32): the heads' channels side by side
+    out = mha.proj->forward(out); // (B,T,C)
     std::cout << torch_size(out.shape()) << "\nout[0, :2] =\n" << out[0].slice(0, 0, 2) << "\n";
     std::cout << "the layer gives the same: " << py_bool(allclose(mha(x), out)) << "\n\n";
     std::cout << mha << "\n";

@@ -26,10 +26,12 @@ public:
     // x (..., C) -> (..., C)
     Tensor forward(const Tensor& x) override {
         Tensor ms = mean(x * x, -1, /*keepdim=*/true); // (..., 1)
-        return x * pow(ms + eps, -0.5) * weight;        // broadcast over C
+        return x * pow(ms + eps, -0.5) * weight;       // broadcast over C
     }
 
-    std::string extra_repr() const override { return "(" + std::to_string(weight.size(0)) + ",), eps=" + std::to_string(eps); }
+    std::string extra_repr() const override {
+        return "(" + std::to_string(weight.size(0)) + ",), eps=" + std::to_string(eps);
+    }
 
     const double eps;
     Tensor weight;

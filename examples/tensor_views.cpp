@@ -44,8 +44,8 @@ int main() {
         std::cout << "t.view({12}) throws: " << e.what() << "\n";
     }
     Tensor flat = t.reshape({12});
-    std::cout << "t.reshape({12}) = " << flat << "  (a copy: "
-              << (flat.storage() == x.storage() ? "same" : "new") << " storage)\n";
+    std::cout << "t.reshape({12}) = " << flat << "  (a copy: " << (flat.storage() == x.storage() ? "same" : "new")
+              << " storage)\n";
 
     std::cout << "\nBroadcasting lines shapes up from the right: (3,1) + (4) -> (3,4)\n";
     Tensor col = tensor({{0.f}, {10.f}, {20.f}});

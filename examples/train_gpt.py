@@ -4,9 +4,11 @@
 With the same seed it draws the same weights and batches as ember's
 train_gpt, so the two print the same losses (tests/test_train_gpt.cpp
 compares ember's first 10 training losses with this script's, stored as
-fixtures by tests/fixtures/fx_train.py). Run it to compare speed or losses:
+fixtures by tests/fixtures/fx_train.py). Run it to compare speed or losses,
+here on tiny Shakespeare saved as tinyshakespeare.txt (docs/training.md
+says where to download it):
 
-    /usr/bin/python3 examples/train_gpt.py --preset blocks --data ../shared/data/tinyshakespeare.txt
+    /usr/bin/python3 examples/train_gpt.py --preset blocks --data tinyshakespeare.txt
 
 Needs Debian's python3-torch. The models are the lecture's stages
 (examples/train/model.h) and tests/fixtures/torch_models.py's GPT.

@@ -42,17 +42,17 @@ private:
 
 using Words = std::vector<std::string>;
 
-const Words kNames = {"ROMILDA", "BERNARDO", "CAMILLA", "DUNSTAN", "ELINOR",  "FABIAN",  "GERTRUDE", "HORATIO",
-                      "IMOGEN",  "JAQUES",   "LAVINIA", "MALVOLIO", "NERISSA", "OSWALD",  "PERDITA",  "SILVIUS"};
-const Words kNouns = {"king",   "queen",  "crown",  "sword",  "rose",   "river", "moon",   "star",  "heart",
-                      "letter", "ring",   "castle", "garden", "storm",  "fool",  "ghost",  "horse", "night",
-                      "morning", "song",  "tower",  "field",  "gate",   "shadow", "candle", "mirror", "bell"};
-const Words kAdjectives = {"gentle", "bitter", "golden", "silent", "noble", "wicked", "bright", "cold",
+const Words kNames = {"ROMILDA", "BERNARDO", "CAMILLA", "DUNSTAN",  "ELINOR",  "FABIAN", "GERTRUDE", "HORATIO",
+                      "IMOGEN",  "JAQUES",   "LAVINIA", "MALVOLIO", "NERISSA", "OSWALD", "PERDITA",  "SILVIUS"};
+const Words kNouns = {"king",    "queen", "crown",  "sword",  "rose",  "river",  "moon",   "star",   "heart",
+                      "letter",  "ring",  "castle", "garden", "storm", "fool",   "ghost",  "horse",  "night",
+                      "morning", "song",  "tower",  "field",  "gate",  "shadow", "candle", "mirror", "bell"};
+const Words kAdjectives = {"gentle", "bitter", "golden", "silent", "noble",   "wicked",   "bright",  "cold",
                            "sweet",  "proud",  "weary",  "hidden", "ancient", "faithful", "strange", "pale"};
 // Verbs: base form, and the form after he/she/it.
 const Words kVerbs = {"love", "fear", "seek", "keep", "break", "praise", "follow", "remember", "guard", "forsake"};
-const Words kVerbsS = {"loves", "fears", "seeks", "keeps", "breaks", "praises", "follows", "remembers", "guards",
-                       "forsakes"};
+const Words kVerbsS = {"loves",   "fears",   "seeks",     "keeps",  "breaks",
+                       "praises", "follows", "remembers", "guards", "forsakes"};
 const Words kPlaces = {"court", "forest", "chapel", "harbour", "market", "hall", "orchard", "battlement"};
 const Words kAdverbs = {"truly", "softly", "gladly", "boldly", "dearly", "swiftly", "never", "ever"};
 const Words kGreetings = {"Good", "Sweet", "Gentle", "Noble", "Dear"};
@@ -85,27 +85,19 @@ std::string sentence(Rng& r, const std::string& addressee) {
     case 0:
         draw(kAdjectives), draw(kNouns), draw(kNouns);
         return "The " + w[0] + " " + w[1] + " " + kVerbsS[v] + " the " + w[2] + ".";
-    case 1:
-        draw(kAdverbs);
-        return "I " + w[0] + " " + kVerbs[v] + " thee, " + name + ".";
+    case 1: draw(kAdverbs); return "I " + w[0] + " " + kVerbs[v] + " thee, " + name + ".";
     case 2:
         draw(kGreetings), draw(kAdjectives), draw(kNouns);
         return w[0] + " " + name + ", " + kVerbs[v] + " the " + w[1] + " " + w[2] + "!";
-    case 3:
-        draw(kNouns);
-        return "Why dost thou " + kVerbs[v] + " the " + w[0] + ", " + name + "?";
+    case 3: draw(kNouns); return "Why dost thou " + kVerbs[v] + " the " + w[0] + ", " + name + "?";
     case 4:
         draw(kNouns), draw(kAdjectives), draw(kNouns), draw(kAdjectives);
         return "My " + w[0] + " is " + w[1] + ", and thy " + w[2] + " is " + w[3] + ".";
-    case 5:
-        draw(kNouns), draw(kPlaces);
-        return "Where is the " + w[0] + "? It lies in the " + w[1] + ".";
+    case 5: draw(kNouns), draw(kPlaces); return "Where is the " + w[0] + "? It lies in the " + w[1] + ".";
     case 6:
         draw(kOaths), draw(kNouns), draw(kNouns);
         return w[0] + ", the " + w[1] + " " + kVerbsS[v] + " no " + w[2] + ".";
-    case 7:
-        draw(kNouns), draw(kPlaces);
-        return "Come, let us " + kVerbs[v] + " the " + w[0] + " of the " + w[1] + ".";
+    case 7: draw(kNouns), draw(kPlaces); return "Come, let us " + kVerbs[v] + " the " + w[0] + " of the " + w[1] + ".";
     default:
         draw(kAdverbs), draw(kAdjectives), draw(kNouns);
         return capitalised(w[0]) + " shall I " + kVerbs[v] + " the " + w[1] + " " + w[2] + ".";
@@ -114,9 +106,19 @@ std::string sentence(Rng& r, const std::string& addressee) {
 
 // Roman numerals: 1 -> I, 14 -> XIV.
 std::string roman(int n) {
-    static const std::array<std::pair<int, const char*>, 13> parts = {{{1000, "M"}, {900, "CM"}, {500, "D"}, {400, "CD"},
-                                                                        {100, "C"}, {90, "XC"}, {50, "L"}, {40, "XL"},
-                                                                        {10, "X"}, {9, "IX"}, {5, "V"}, {4, "IV"}, {1, "I"}}};
+    static const std::array<std::pair<int, const char*>, 13> parts = {{{1000, "M"},
+                                                                       {900, "CM"},
+                                                                       {500, "D"},
+                                                                       {400, "CD"},
+                                                                       {100, "C"},
+                                                                       {90, "XC"},
+                                                                       {50, "L"},
+                                                                       {40, "XL"},
+                                                                       {10, "X"},
+                                                                       {9, "IX"},
+                                                                       {5, "V"},
+                                                                       {4, "IV"},
+                                                                       {1, "I"}}};
     std::string out;
     for (const auto& [value, text] : parts)
         for (; n >= value; n -= value) out += text;

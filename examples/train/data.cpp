@@ -10,9 +10,8 @@ using namespace ember;
 
 Vocab Vocab::from_text(const std::string& text) {
     std::string chars = text;
-    std::sort(chars.begin(), chars.end(), [](char a, char b) {
-        return static_cast<unsigned char>(a) < static_cast<unsigned char>(b);
-    });
+    std::sort(chars.begin(), chars.end(),
+              [](char a, char b) { return static_cast<unsigned char>(a) < static_cast<unsigned char>(b); });
     chars.erase(std::unique(chars.begin(), chars.end()), chars.end());
     return from_chars(chars);
 }
@@ -46,7 +45,8 @@ std::string Vocab::decode(const Tensor& ids) const {
     const int64_t* p = flat.data_ptr<int64_t>();
     std::string out;
     for (int64_t i = 0; i < flat.numel(); ++i) {
-        if (p[i] < 0 || p[i] >= size()) throw std::invalid_argument("token id " + std::to_string(p[i]) + " is out of range");
+        if (p[i] < 0 || p[i] >= size())
+            throw std::invalid_argument("token id " + std::to_string(p[i]) + " is out of range");
         out += chars_[static_cast<size_t>(p[i])];
     }
     return out;

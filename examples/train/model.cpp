@@ -71,7 +71,8 @@ public:
 class ResidualBlock : public nn::Module {
 public:
     ResidualBlock(int64_t n_embd, int64_t n_head, int64_t block_size) : Module("Block") {
-        sa = register_module("sa", std::make_shared<nn::MultiHeadAttention>(n_head, n_embd / n_head, n_embd, block_size, 0.0));
+        sa = register_module("sa", std::make_shared<nn::MultiHeadAttention>(n_head, n_embd / n_head, n_embd, block_size,
+                                                                            0.0));
         ffwd = register_module("ffwd", std::make_shared<nn::FeedForward>(n_embd, 0.0));
     }
     Tensor forward(const Tensor& x) override {
@@ -97,8 +98,10 @@ public:
             break;
         case Stage::MultiHead:
         case Stage::FeedForward: {
-            middle = register_module("sa_heads", std::make_shared<HeadsOnly>(c.n_head, c.n_embd / c.n_head, c.n_embd, c.block_size));
-            if (c.stage == Stage::FeedForward) ffwd_net = register_module("ffwd", std::make_shared<FirstFeedForward>(c.n_embd));
+            middle = register_module("sa_heads", std::make_shared<HeadsOnly>(c.n_head, c.n_embd / c.n_head, c.n_embd,
+                                                                             c.block_size));
+            if (c.stage == Stage::FeedForward)
+                ffwd_net = register_module("ffwd", std::make_shared<FirstFeedForward>(c.n_embd));
             break;
         }
         case Stage::Blocks: {
@@ -189,7 +192,8 @@ std::vector<std::vector<std::vector<float>>> attention_maps(nn::Module& model, c
                 maps.back().push_back(rows(h->attention[0]));
                 h->keep_attention = false;
             } else if (auto* b = dynamic_cast<nn::BatchedMultiHeadAttention*>(m)) {
-                for (int64_t head = 0; head < b->attention.size(1); ++head) maps.back().push_back(rows(b->attention[0][head]));
+                for (int64_t head = 0; head < b->attention.size(1); ++head)
+                    maps.back().push_back(rows(b->attention[0][head]));
                 b->keep_attention = false;
             }
         }

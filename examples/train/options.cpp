@@ -16,7 +16,13 @@ namespace {
 void apply_preset(Options& o, const std::string& name) {
     ModelConfig& m = o.model;
     if (name == "default") {
-        m = {.stage = Stage::GPT, .block_size = 64, .n_embd = 64, .n_head = 4, .n_layer = 3, .dropout = 0.0, .gpt_init = true};
+        m = {.stage = Stage::GPT,
+             .block_size = 64,
+             .n_embd = 64,
+             .n_head = 4,
+             .n_layer = 3,
+             .dropout = 0.0,
+             .gpt_init = true};
         o.batch_size = 32;
         o.lr = 2e-3;
         o.max_iters = 1000;
@@ -35,14 +41,25 @@ void apply_preset(Options& o, const std::string& name) {
                       : name == "ffwd"      ? Stage::FeedForward
                       : name == "blocks"    ? Stage::Blocks
                                             : Stage::LayerNorm;
-        m = {.stage = stage, .block_size = 8, .n_embd = 32, .n_head = name == "head" ? 1 : 4, .n_layer = 3, .dropout = 0.0};
+        m = {.stage = stage,
+             .block_size = 8,
+             .n_embd = 32,
+             .n_head = name == "head" ? 1 : 4,
+             .n_layer = 3,
+             .dropout = 0.0};
         o.batch_size = 32;
         o.lr = 1e-3;
         o.max_iters = 5000;
         o.eval_interval = 500;
         o.eval_iters = 200;
     } else if (name == "lecture") {
-        m = {.stage = Stage::GPT, .block_size = 256, .n_embd = 384, .n_head = 6, .n_layer = 6, .dropout = 0.2, .gpt_init = true};
+        m = {.stage = Stage::GPT,
+             .block_size = 256,
+             .n_embd = 384,
+             .n_head = 6,
+             .n_layer = 6,
+             .dropout = 0.2,
+             .gpt_init = true};
         o.batch_size = 64;
         o.lr = 3e-4;
         o.max_iters = 5000;
@@ -134,30 +151,80 @@ bool parse_options(int argc, char** argv, Options& o) {
     const std::map<std::string, std::function<void(const std::string&, const std::string&)>> setters = {
         {"--preset", [](const std::string&, const std::string&) {}},
         {"--data", [&](auto&, auto& v) { o.data_path = v; }},
-        {"--n-embd", [&](auto& f, auto& v) { o.model.n_embd = number<int64_t>(f, v); at_least(f, o.model.n_embd, 1); }},
-        {"--n-head", [&](auto& f, auto& v) { o.model.n_head = number<int64_t>(f, v); at_least(f, o.model.n_head, 1); }},
-        {"--n-layer", [&](auto& f, auto& v) { o.model.n_layer = number<int64_t>(f, v); at_least(f, o.model.n_layer, 0); }},
-        {"--block-size", [&](auto& f, auto& v) { o.model.block_size = number<int64_t>(f, v); at_least(f, o.model.block_size, 1); }},
-        {"--dropout", [&](auto& f, auto& v) {
+        {"--n-embd",
+         [&](auto& f, auto& v) {
+             o.model.n_embd = number<int64_t>(f, v);
+             at_least(f, o.model.n_embd, 1);
+         }},
+        {"--n-head",
+         [&](auto& f, auto& v) {
+             o.model.n_head = number<int64_t>(f, v);
+             at_least(f, o.model.n_head, 1);
+         }},
+        {"--n-layer",
+         [&](auto& f, auto& v) {
+             o.model.n_layer = number<int64_t>(f, v);
+             at_least(f, o.model.n_layer, 0);
+         }},
+        {"--block-size",
+         [&](auto& f, auto& v) {
+             o.model.block_size = number<int64_t>(f, v);
+             at_least(f, o.model.block_size, 1);
+         }},
+        {"--dropout",
+         [&](auto& f, auto& v) {
              o.model.dropout = real(f, v);
              if (!(o.model.dropout >= 0 && o.model.dropout < 1)) throw UsageError(f + " must be in [0, 1)");
          }},
-        {"--batch-size", [&](auto& f, auto& v) { o.batch_size = number<int64_t>(f, v); at_least(f, o.batch_size, 1); }},
-        {"--lr", [&](auto& f, auto& v) { o.lr = real(f, v); at_least(f, o.lr, 0); }},
-        {"--max-iters", [&](auto& f, auto& v) { o.max_iters = number<int64_t>(f, v); at_least(f, o.max_iters, 1); }},
-        {"--eval-interval", [&](auto& f, auto& v) { o.eval_interval = number<int64_t>(f, v); at_least(f, o.eval_interval, 1); }},
-        {"--eval-iters", [&](auto& f, auto& v) { o.eval_iters = number<int64_t>(f, v); at_least(f, o.eval_iters, 1); }},
+        {"--batch-size",
+         [&](auto& f, auto& v) {
+             o.batch_size = number<int64_t>(f, v);
+             at_least(f, o.batch_size, 1);
+         }},
+        {"--lr",
+         [&](auto& f, auto& v) {
+             o.lr = real(f, v);
+             at_least(f, o.lr, 0);
+         }},
+        {"--max-iters",
+         [&](auto& f, auto& v) {
+             o.max_iters = number<int64_t>(f, v);
+             at_least(f, o.max_iters, 1);
+         }},
+        {"--eval-interval",
+         [&](auto& f, auto& v) {
+             o.eval_interval = number<int64_t>(f, v);
+             at_least(f, o.eval_interval, 1);
+         }},
+        {"--eval-iters",
+         [&](auto& f, auto& v) {
+             o.eval_iters = number<int64_t>(f, v);
+             at_least(f, o.eval_iters, 1);
+         }},
         {"--seed", [&](auto& f, auto& v) { o.seed = number<uint64_t>(f, v); }},
-        {"--threads", [&](auto& f, auto& v) { o.threads = number<int>(f, v); at_least(f, o.threads, 1); }},
+        {"--threads",
+         [&](auto& f, auto& v) {
+             o.threads = number<int>(f, v);
+             at_least(f, o.threads, 1);
+         }},
         {"--out", [&](auto&, auto& v) { o.out_dir = v; }},
         {"--resume", [&](auto&, auto& v) { o.resume = v; }},
         {"--sample-only", [&](auto&, auto& v) { o.sample_only = v; }},
-        {"--sample-tokens", [&](auto& f, auto& v) { o.sample_tokens = number<int64_t>(f, v); at_least(f, o.sample_tokens, 0); }},
-        {"--temperature", [&](auto& f, auto& v) {
+        {"--sample-tokens",
+         [&](auto& f, auto& v) {
+             o.sample_tokens = number<int64_t>(f, v);
+             at_least(f, o.sample_tokens, 0);
+         }},
+        {"--temperature",
+         [&](auto& f, auto& v) {
              o.temperature = real(f, v);
              if (!(o.temperature > 0)) throw UsageError(f + " must be positive");
          }},
-        {"--top-k", [&](auto& f, auto& v) { o.top_k = number<int64_t>(f, v); at_least(f, o.top_k, 0); }},
+        {"--top-k",
+         [&](auto& f, auto& v) {
+             o.top_k = number<int64_t>(f, v);
+             at_least(f, o.top_k, 0);
+         }},
         {"--sample-seed", [&](auto& f, auto& v) { o.sample_seed = number<uint64_t>(f, v); }},
         {"--attention-map", [&](auto&, auto& v) { o.attention_map = v; }},
         {"--prompt", [&](auto&, auto& v) { o.prompt = v; }},

@@ -35,8 +35,8 @@ struct Options {
     double temperature = 1.0;
     int64_t top_k = 0; // 0: no top-k
     uint64_t sample_seed = 42;
-    std::string attention_map; // SVG to write, if set
-    std::string prompt;        // for the attention map (default: the start of the validation text)
+    std::string attention_map;   // SVG to write, if set
+    std::string prompt;          // for the attention map (default: the start of the validation text)
     std::set<std::string> given; // the flags given on the command line
 };
 

@@ -13,9 +13,18 @@ std::string clock_time(double seconds) {
     if (s >= 3600)
         std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
                       static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
-    else
-        std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+    else std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
     return buf;
+}
+
+std::string format(const char* fmt, double a, double b, double c) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, fmt, a, b, c);
+    return buf;
+}
+
+std::string eval_line(int64_t step, double train_loss, double val_loss) {
+    return format("step %.0f: train loss %.4f, val loss %.4f", static_cast<double>(step), train_loss, val_loss);
 }
 
 Progress::Progress(int64_t total_steps, int64_t tokens_per_step, bool terminal, int64_t log_every)

@@ -2,7 +2,8 @@
 // place, with a bar, the step, the loss, tokens per second and the time left.
 // Otherwise (a pipe, a log file): a plain line every so many steps. Other
 // output (evaluation lines) goes through message(), which keeps the bar
-// below it.
+// below it. Also the printf-style helper train_gpt formats its lines with.
+// No tests of its own: tests/test_train_gpt.cpp runs it end to end.
 #pragma once
 
 #include <chrono>
@@ -38,5 +39,11 @@ private:
 
 // "1:23", "12:03:45": a duration for humans.
 std::string clock_time(double seconds);
+
+// printf's formatting of up to three numbers into a string: format("%.4f", loss).
+std::string format(const char* fmt, double a, double b = 0, double c = 0);
+
+// "step 100: train loss 2.4512, val loss 2.4877": an estimate_loss result.
+std::string eval_line(int64_t step, double train_loss, double val_loss);
 
 } // namespace train

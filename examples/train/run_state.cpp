@@ -72,7 +72,8 @@ nn::StateDict with_prefix(const nn::StateDict& all, const std::string& prefix) {
 
 } // namespace
 
-void save_run(const std::string& path, const RunState& run, const nn::Module& model, const optim::Optimizer& optimizer) {
+void save_run(const std::string& path, const RunState& run, const nn::Module& model,
+              const optim::Optimizer& optimizer) {
     nn::StateDict all;
     for (const auto& [name, t] : model.state_dict()) all.insert("model." + name, t);
     for (const auto& [name, t] : optimizer.state_dict()) all.insert("optim." + name, t);
@@ -100,7 +101,8 @@ void save_run(const std::string& path, const RunState& run, const nn::Module& mo
 RunState read_run(const std::string& path) {
     nn::Metadata meta;
     nn::StateDict all = nn::load_safetensors(path, &meta);
-    if (meta["format"] != kFormat) bad_file(path, "it was not written by train_gpt (format \"" + meta["format"] + "\")");
+    if (meta["format"] != kFormat)
+        bad_file(path, "it was not written by train_gpt (format \"" + meta["format"] + "\")");
     RunState run;
     Options& o = run.options;
     o.preset = field(meta, path, "preset");
@@ -138,7 +140,8 @@ RunState read_run(const std::string& path) {
     Tensor losses = all.at("step_losses").contiguous();
     run.step_losses.assign(losses.data_ptr<double>(), losses.data_ptr<double>() + losses.numel());
     Tensor steps = all.at("eval_steps"), tr = all.at("eval_train"), va = all.at("eval_val");
-    if (steps.numel() != tr.numel() || steps.numel() != va.numel()) bad_file(path, "its evaluation history is inconsistent");
+    if (steps.numel() != tr.numel() || steps.numel() != va.numel())
+        bad_file(path, "its evaluation history is inconsistent");
     for (int64_t i = 0; i < steps.numel(); ++i)
         run.evals.push_back({steps.data_ptr<int64_t>()[i], tr.data_ptr<double>()[i], va.data_ptr<double>()[i]});
     if (run.next_step < 0 || run.next_step != static_cast<int64_t>(run.step_losses.size()))

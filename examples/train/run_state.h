@@ -20,11 +20,11 @@ struct EvalRecord {
 };
 
 struct RunState {
-    Options options;           // the settings the run was started with
+    Options options; // the settings the run was started with
     Vocab vocab;
     uint64_t data_fingerprint = 0;
-    std::string data_name;     // the --data path, or "(generated play)"
-    int64_t next_step = 0;     // the first step still to run
+    std::string data_name; // the --data path, or "(generated play)"
+    int64_t next_step = 0; // the first step still to run
     std::vector<double> step_losses;
     std::vector<EvalRecord> evals;
 };

@@ -36,7 +36,7 @@ constexpr const char* kMono = "DejaVu Sans Mono, Menlo, Consolas, monospace";
 // `v` with exactly `decimals` digits after the point ("2.50"): tick labels
 // keep their zeros so a column of them lines up, as matplotlib's do.
 std::string fixed(double v, int decimals) {
-    char buf[400];  // the longest finite double in fixed notation is 309 digits
+    char buf[400]; // the longest finite double in fixed notation is 309 digits
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
     std::string s = ec == std::errc{} ? std::string(buf, end) : "0";
     // Never "-0.00": a zero that was a tiny negative loses its sign.
@@ -66,13 +66,15 @@ std::string xml_text(std::string_view s) {
         const auto b = static_cast<unsigned char>(s[i]);
         if (b < 0x80) {
             switch (b) {
-                case '&': out += "&amp;"; break;
-                case '<': out += "&lt;"; break;
-                case '>': out += "&gt;"; break;
-                case '"': out += "&quot;"; break;
-                case '\'': out += "&apos;"; break;
-                case '\t': case '\n': case '\r': out += ' '; break;
-                default: out += b < 0x20 ? "\xEF\xBF\xBD" : std::string(1, char(b));
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&apos;"; break;
+            case '\t':
+            case '\n':
+            case '\r': out += ' '; break;
+            default: out += b < 0x20 ? "\xEF\xBF\xBD" : std::string(1, char(b));
             }
             ++i;
             continue;
@@ -88,8 +90,8 @@ std::string xml_text(std::string_view s) {
             ok = (c & 0xC0) == 0x80;
             cp = (cp << 6) | (c & 0x3F);
         }
-        ok = ok && cp >= kMinCodePoint[n] && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF) &&
-             cp != 0xFFFE && cp != 0xFFFF;
+        ok = ok && cp >= kMinCodePoint[n] && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF) && cp != 0xFFFE &&
+             cp != 0xFFFF;
         out += ok ? std::string(s.substr(i, n)) : "\xEF\xBF\xBD";
         i += ok ? n : 1;
     }
@@ -105,20 +107,20 @@ double text_width(std::string_view s, double size) {
 
 // `<text>` at (x, y) (y is the baseline) with extra attributes; s is raw text.
 void text(std::string& out, double x, double y, std::string_view s, const std::string& attrs = "") {
-    out += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attrs.empty() ? "" : " " + attrs) +
-           ">" + xml_text(s) + "</text>\n";
+    out += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attrs.empty() ? "" : " " + attrs) + ">" + xml_text(s) +
+           "</text>\n";
 }
 
 std::string line(double x1, double y1, double x2, double y2, const std::string& attrs = "") {
-    return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" +
-           num(y2) + "\"" + (attrs.empty() ? "" : " " + attrs) + "/>\n";
+    return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) + "\"" +
+           (attrs.empty() ? "" : " " + attrs) + "/>\n";
 }
 
 std::string svg_open(double w, double h) {
     return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(w) + "\" height=\"" + num(h) +
-           "\" viewBox=\"0 0 " + num(w) + " " + num(h) + "\" font-family=\"" + kSans + "\">\n" +
-           "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+           num(w) + "\" height=\"" + num(h) + "\" viewBox=\"0 0 " + num(w) + " " + num(h) + "\" font-family=\"" +
+           kSans + "\">\n" + "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
 }
 
 // Writes text to path + ".tmp", then renames it onto path: rename replaces
@@ -133,7 +135,7 @@ void write_atomically(const std::string& path, const std::string& svg, const std
                                  "': " + std::strerror(errno));
     }
     const size_t written = std::fwrite(svg.data(), 1, svg.size(), f);
-    const bool closed = std::fclose(f) == 0;  // fclose flushes: a full disk shows here
+    const bool closed = std::fclose(f) == 0; // fclose flushes: a full disk shows here
     if (written != svg.size() || !closed) {
         const std::string why = std::strerror(errno);
         std::remove(tmp.c_str());
@@ -190,7 +192,7 @@ Ticks nice_ticks(Range r, int target, double min_step, bool si) {
     Ticks t;
     const double raw = (r.hi - r.lo) / target;
     const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-    const double norm = raw / mag;  // in [1, 10)
+    const double norm = raw / mag; // in [1, 10)
     t.step = std::max(min_step, (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag);
     // Counting ticks by integer index: k * step stays exact for whole multiples,
     // and the loop is bounded even where k is too large to increment.
@@ -213,15 +215,16 @@ Ticks nice_ticks(Range r, int target, double min_step, bool si) {
     }
     const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(t.step / unit) + 1e-9)));
     const bool sci = !si && (max_abs >= 1e9 || decimals > 8);
-    const int digits = std::clamp(static_cast<int>(std::floor(std::log10(std::max(max_abs, t.step))) -
-                                                   std::floor(std::log10(t.step))), 0, 12);
+    const int digits =
+        std::clamp(static_cast<int>(std::floor(std::log10(std::max(max_abs, t.step))) - std::floor(std::log10(t.step))),
+                   0, 12);
     for (double v : t.values) {
         if (sci) {
             char buf[64];
             auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, digits);
             t.labels.emplace_back(buf, ec == std::errc{} ? end : buf);
         } else {
-            t.labels.push_back(v == 0 && si ? "0" : fixed(v / unit, decimals) + suffix);  // "0", not "0.0T"
+            t.labels.push_back(v == 0 && si ? "0" : fixed(v / unit, decimals) + suffix); // "0", not "0.0T"
         }
     }
     return t;
@@ -284,9 +287,15 @@ std::string legend_sample(double x, double y, const char* colour, double width, 
 
 // matplotlib's "Blues" (ColorBrewer) with its first stop moved from #f7fbff to
 // pure white, so a weight of 0 is exactly the page and 1 is the darkest blue.
-constexpr std::array<std::array<int, 3>, 9> kBlues = {{{255, 255, 255}, {222, 235, 247}, {198, 219, 239},
-                                                        {158, 202, 225}, {107, 174, 214}, {66, 146, 198},
-                                                        {33, 113, 181}, {8, 81, 156}, {8, 48, 107}}};
+constexpr std::array<std::array<int, 3>, 9> kBlues = {{{255, 255, 255},
+                                                       {222, 235, 247},
+                                                       {198, 219, 239},
+                                                       {158, 202, 225},
+                                                       {107, 174, 214},
+                                                       {66, 146, 198},
+                                                       {33, 113, 181},
+                                                       {8, 81, 156},
+                                                       {8, 48, 107}}};
 
 std::string hex(int r, int g, int b) {
     char buf[8];
@@ -313,10 +322,10 @@ std::string weight_colour(float w) {
 std::string char_label(char ch, bool& sign) {
     sign = true;
     switch (ch) {
-        case ' ': return "\xE2\x90\xA3";   // ␣ U+2423 OPEN BOX
-        case '\n': return "\xE2\x8F\x8E";  // ⏎ U+23CE RETURN SYMBOL
-        case '\t': return "\xE2\x86\x92";  // → U+2192
-        default: break;
+    case ' ': return "\xE2\x90\xA3";  // ␣ U+2423 OPEN BOX
+    case '\n': return "\xE2\x8F\x8E"; // ⏎ U+23CE RETURN SYMBOL
+    case '\t': return "\xE2\x86\x92"; // → U+2192
+    default: break;
     }
     const auto b = static_cast<unsigned char>(ch);
     if (b < 0x20 || b >= 0x7F) return "\xEF\xBF\xBD";
@@ -324,7 +333,7 @@ std::string char_label(char ch, bool& sign) {
     return std::string(1, ch);
 }
 
-}  // namespace
+} // namespace
 
 // ---- the loss curve -----------------------------------------------------------
 
@@ -338,7 +347,8 @@ std::string loss_curve_svg(const std::vector<double>& step_losses, const std::ve
         if (drawable(step_losses[i])) steps.push_back({static_cast<double>(i), step_losses[i]});
     }
     std::vector<EvalPoint> sorted = evals;
-    std::stable_sort(sorted.begin(), sorted.end(), [](const EvalPoint& a, const EvalPoint& b) { return a.step < b.step; });
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const EvalPoint& a, const EvalPoint& b) { return a.step < b.step; });
     for (const EvalPoint& e : sorted) {
         if (drawable(e.train_loss)) train.push_back({static_cast<double>(e.step), e.train_loss});
         if (drawable(e.val_loss)) val.push_back({static_cast<double>(e.step), e.val_loss});
@@ -367,7 +377,12 @@ std::string loss_curve_svg(const std::vector<double>& step_losses, const std::ve
     for (const auto& l : yt.labels) ylabel_w = std::max(ylabel_w, text_width(l, kTick));
     const double left = std::max(70.0, 40 + ylabel_w + 9);
     const double right = W - std::max(28.0, (xt.labels.empty() ? 0 : text_width(xt.labels.back(), kTick) / 2) + 10);
-    struct Entry { const char* colour; double width; bool marker; const char* label; };
+    struct Entry {
+        const char* colour;
+        double width;
+        bool marker;
+        const char* label;
+    };
     std::vector<Entry> legend;
     if (!steps.empty()) legend.push_back({kStepColour, 1.5, false, "train loss (every step)"});
     if (!train.empty()) legend.push_back({kTrainColour, 2, true, "train loss (eval)"});
@@ -377,7 +392,8 @@ std::string loss_curve_svg(const std::vector<double>& step_losses, const std::ve
     auto py = [&](double y) { return bottom - (y - yr.lo) / (yr.hi - yr.lo) * (bottom - top); };
 
     std::string out = svg_open(W, H);
-    text(out, (left + right) / 2, 30, title, "class=\"title\" font-size=\"16\" font-weight=\"600\" text-anchor=\"middle\" fill=\"#222222\"");
+    text(out, (left + right) / 2, 30, title,
+         "class=\"title\" font-size=\"16\" font-weight=\"600\" text-anchor=\"middle\" fill=\"#222222\"");
     if (!legend.empty()) {
         // Each entry: a 24 px sample, 6 px, its label, 22 px to the next.
         auto entry_w = [](const Entry& e) { return 24 + 6 + text_width(e.label, 12) + 22; };
@@ -409,10 +425,11 @@ std::string loss_curve_svg(const std::vector<double>& step_losses, const std::ve
                "\" r=\"3.5\" fill=\"" + kStepColour + "\"/>\n";
     } else if (step_px.size() > 1) {
         out += "<polyline class=\"step-loss\" fill=\"none\" stroke=\"" + std::string(kStepColour) +
-               "\" stroke-width=\"1.2\" stroke-linejoin=\"round\" points=\"" + points_attr(thin_line(step_px)) + "\"/>\n";
+               "\" stroke-width=\"1.2\" stroke-linejoin=\"round\" points=\"" + points_attr(thin_line(step_px)) +
+               "\"/>\n";
     }
-    for (const auto& [series, name, colour] : {std::tuple{&train, "eval-train", kTrainColour},
-                                              std::tuple{&val, "eval-val", kValColour}}) {
+    for (const auto& [series, name, colour] :
+         {std::tuple{&train, "eval-train", kTrainColour}, std::tuple{&val, "eval-val", kValColour}}) {
         std::vector<Point> pts;
         for (const Point& p : *series) pts.push_back({px(p.x), py(p.y)});
         if (pts.empty()) continue;
@@ -420,7 +437,8 @@ std::string loss_curve_svg(const std::vector<double>& step_losses, const std::ve
             out += "<polyline class=\"" + std::string(name) + "\" fill=\"none\" stroke=\"" + colour +
                    "\" stroke-width=\"2\" stroke-linejoin=\"round\" points=\"" + points_attr(pts) + "\"/>\n";
         }
-        out += "<g class=\"" + std::string(name) + "-markers\" fill=\"" + colour + "\" stroke=\"#ffffff\" stroke-width=\"1\">\n";
+        out += "<g class=\"" + std::string(name) + "-markers\" fill=\"" + colour +
+               "\" stroke=\"#ffffff\" stroke-width=\"1\">\n";
         for (const Point& p : pts) out += "<circle cx=\"" + num(p.x) + "\" cy=\"" + num(p.y) + "\" r=\"3.5\"/>\n";
         out += "</g>\n";
     }
@@ -439,7 +457,8 @@ std::string loss_curve_svg(const std::vector<double>& step_losses, const std::ve
         text(out, left - 9, py(yt.values[i]) + 4, yt.labels[i]);
     }
     out += "</g>\n";
-    text(out, (left + right) / 2, H - 14, "step", "class=\"x-label\" font-size=\"13\" text-anchor=\"middle\" fill=\"#222222\"");
+    text(out, (left + right) / 2, H - 14, "step",
+         "class=\"x-label\" font-size=\"13\" text-anchor=\"middle\" fill=\"#222222\"");
     const double ymid = (top + bottom) / 2;
     text(out, 0, 0, "loss",
          "class=\"y-label\" font-size=\"13\" text-anchor=\"middle\" fill=\"#222222\" transform=\"translate(" +
@@ -487,34 +506,40 @@ std::string attention_svg(const std::string& prompt, const std::vector<std::vect
     }
     const size_t heads = maps[0].size();
     for (size_t l = 0; l < maps.size(); ++l) {
-        if (maps[l].empty()) throw std::invalid_argument(op + "layer " + std::to_string(l) + " has no heads (maps[" + std::to_string(l) + "] is empty)");
+        if (maps[l].empty())
+            throw std::invalid_argument(op + "layer " + std::to_string(l) + " has no heads (maps[" + std::to_string(l) +
+                                        "] is empty)");
         if (maps[l].size() != heads) {
             throw std::invalid_argument(op + "layer " + std::to_string(l) + " has " + std::to_string(maps[l].size()) +
-                                        " heads but layer 0 has " + std::to_string(heads) + ": the grid needs the same number in every layer");
+                                        " heads but layer 0 has " + std::to_string(heads) +
+                                        ": the grid needs the same number in every layer");
         }
         for (size_t h = 0; h < heads; ++h) {
             if (maps[l][h].size() != T * T) {
                 throw std::invalid_argument(op + "maps[" + std::to_string(l) + "][" + std::to_string(h) + "] has " +
-                                            std::to_string(maps[l][h].size()) + " weights, expected T*T = " +
-                                            std::to_string(T * T) + " (T = " + std::to_string(T) + ", the prompt's length)");
+                                            std::to_string(maps[l][h].size()) +
+                                            " weights, expected T*T = " + std::to_string(T * T) +
+                                            " (T = " + std::to_string(T) + ", the prompt's length)");
             }
         }
     }
     const size_t layers = maps.size();
     bool any_nan = false;
     for (const auto& layer : maps) {
-        for (const auto& m : layer) any_nan = any_nan || std::any_of(m.begin(), m.end(), [](float w) { return std::isnan(w); });
+        for (const auto& m : layer)
+            any_nan = any_nan || std::any_of(m.begin(), m.end(), [](float w) { return std::isnan(w); });
     }
 
     const int t = static_cast<int>(std::min<size_t>(T, 1 << 20));
     const int cell = std::clamp(384 / t, 9, 24);
     const double label_size = std::clamp(0.7 * cell, 8.0, 13.0);
-    const int gutter_left = static_cast<int>(std::ceil(0.62 * label_size)) + 8;  // one mono char + gap
+    const int gutter_left = static_cast<int>(std::ceil(0.62 * label_size)) + 8; // one mono char + gap
     const int gutter_top = static_cast<int>(std::ceil(label_size)) + 5;
     const int title_h = 22, gap_x = 36, gap_y = 30, margin = 28, header = 86;
     const int side = t * cell;
     // A slot is one heatmap with its labels and title; the title may be wider than a small matrix.
-    const int slot_w = std::max(gutter_left + side, gutter_left + static_cast<int>(text_width("layer 00, head 00", 13)));
+    const int slot_w =
+        std::max(gutter_left + side, gutter_left + static_cast<int>(text_width("layer 00, head 00", 13)));
     const int slot_h = title_h + gutter_top + side;
     const int grid_w = static_cast<int>(heads) * slot_w + static_cast<int>(heads - 1) * gap_x;
     const std::string subtitle = "rows: query position (attending)  \xC2\xB7  columns: key position (attended to)" +
@@ -560,12 +585,12 @@ std::string attention_svg(const std::string& prompt, const std::vector<std::vect
         for (size_t h = 0; h < heads; ++h) {
             const int sx = grid_x + static_cast<int>(h) * (slot_w + gap_x);
             const int sy = header + static_cast<int>(l) * (slot_h + gap_y);
-            const int mx = sx + gutter_left + (slot_w - gutter_left - side) / 2;  // the matrix's corner
+            const int mx = sx + gutter_left + (slot_w - gutter_left - side) / 2; // the matrix's corner
             const int my = sy + title_h + gutter_top;
             out += "<g class=\"heatmap\">\n";
-            text(out, mx + side / 2.0, sy + 14,
-                 "layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1),
-                 "class=\"heatmap-title\" font-size=\"13\" font-weight=\"600\" text-anchor=\"middle\" fill=\"#333333\"");
+            text(
+                out, mx + side / 2.0, sy + 14, "layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1),
+                "class=\"heatmap-title\" font-size=\"13\" font-weight=\"600\" text-anchor=\"middle\" fill=\"#333333\"");
             // Keys across the top, queries down the side, each centred on its cell.
             out += "<g class=\"key-labels\" font-family=\"" + std::string(kMono) + "\" font-size=\"" + num(label_size) +
                    "\" text-anchor=\"middle\" fill=\"#222222\">\n";
@@ -583,7 +608,8 @@ std::string attention_svg(const std::string& prompt, const std::vector<std::vect
             out += "</g>\n<g class=\"cells\" transform=\"translate(" + std::to_string(mx) + "," + std::to_string(my) +
                    ")\" shape-rendering=\"crispEdges\">\n";
             const std::vector<float>& m = maps[l][h];
-            const std::string size_attrs = "\" width=\"" + std::to_string(cell) + "\" height=\"" + std::to_string(cell) + "\" fill=\"";
+            const std::string size_attrs =
+                "\" width=\"" + std::to_string(cell) + "\" height=\"" + std::to_string(cell) + "\" fill=\"";
             for (size_t q = 0; q < T; ++q) {
                 for (size_t k = 0; k < T; ++k) {
                     out += "<rect x=\"" + std::to_string(k * cell) + "\" y=\"" + std::to_string(q * cell) + size_attrs +
@@ -604,4 +630,4 @@ void write_attention_svg(const std::string& path, const std::string& prompt,
     write_atomically(path, attention_svg(prompt, maps, title), "[write_attention_svg] ");
 }
 
-}  // namespace train
+} // namespace train

@@ -26,9 +26,8 @@ struct EvalPoint {
 // left out and the line joins their neighbours; with no drawable point at all
 // the axes are drawn empty with a note. A reference that is not finite is
 // left out too. Nothing here is invalid input, so nothing throws.
-std::string loss_curve_svg(const std::vector<double>& step_losses,
-                           const std::vector<EvalPoint>& evals, const std::string& title,
-                           std::optional<double> reference_loss = std::nullopt,
+std::string loss_curve_svg(const std::vector<double>& step_losses, const std::vector<EvalPoint>& evals,
+                           const std::string& title, std::optional<double> reference_loss = std::nullopt,
                            const std::string& reference_label = "");
 
 // Writes loss_curve_svg(...) to `path` (through path + ".tmp" and a rename, so
@@ -36,8 +35,7 @@ std::string loss_curve_svg(const std::vector<double>& step_losses,
 // naming the path if the file cannot be written.
 void write_loss_curve_svg(const std::string& path, const std::vector<double>& step_losses,
                           const std::vector<EvalPoint>& evals, const std::string& title,
-                          std::optional<double> reference_loss = std::nullopt,
-                          const std::string& reference_label = "");
+                          std::optional<double> reference_loss = std::nullopt, const std::string& reference_label = "");
 
 // The attention map as SVG text. T = prompt.size() (one position per byte);
 // maps[layer][head] is a T x T row-major matrix of weights, row = query
@@ -45,13 +43,11 @@ void write_loss_curve_svg(const std::string& path, const std::vector<double>& st
 // values outside [0,1] are clamped, NaN cells are drawn red. Throws
 // std::invalid_argument if T == 0, maps is empty, a layer has no heads, layers
 // have different numbers of heads, or a matrix does not have T*T weights.
-std::string attention_svg(const std::string& prompt,
-                          const std::vector<std::vector<std::vector<float>>>& maps,
+std::string attention_svg(const std::string& prompt, const std::vector<std::vector<std::vector<float>>>& maps,
                           const std::string& title);
 
 // Writes attention_svg(...) to `path`, as write_loss_curve_svg does.
 void write_attention_svg(const std::string& path, const std::string& prompt,
-                         const std::vector<std::vector<std::vector<float>>>& maps,
-                         const std::string& title);
+                         const std::vector<std::vector<std::vector<float>>>& maps, const std::string& title);
 
-}  // namespace train
+} // namespace train

@@ -1,0 +1,38 @@
+// estimate_loss and sample: see evaluate.h.
+#include "evaluate.h"
+
+#include <optional>
+
+namespace train {
+
+using namespace ember;
+
+std::pair<double, double> estimate_loss(nn::Module& model, const Splits& data, const Options& o) {
+    NoGradGuard no_grad;
+    model.eval();
+    double means[2];
+    const Tensor* splits[2] = {&data.train, &data.val};
+    for (int s = 0; s < 2; ++s) {
+        double total = 0;
+        for (int64_t k = 0; k < o.eval_iters; ++k) {
+            auto [x, y] = get_batch(*splits[s], o.batch_size, o.model.block_size);
+            Tensor logits = model.forward(x); // (B,T,V)
+            total += cross_entropy(logits.view({-1, logits.size(-1)}), y.reshape({-1})).item();
+        }
+        means[s] = total / static_cast<double>(o.eval_iters);
+    }
+    model.train();
+    return {means[0], means[1]};
+}
+
+std::string sample(nn::Module& model, const Vocab& vocab, const Options& o, int64_t block_size) {
+    Generator gen(o.sample_seed);
+    model.eval();
+    // The lecture starts from token 0 (a newline in Shakespeare).
+    Tensor context = zeros({1, 1}, kInt64);
+    std::optional<int64_t> top_k = o.top_k > 0 ? std::optional<int64_t>(o.top_k) : std::nullopt;
+    Tensor ids = nn::generate(model, block_size, context, o.sample_tokens, o.temperature, top_k, &gen);
+    return vocab.decode(ids[0].slice(0, 1));
+}
+
+} // namespace train

@@ -1,0 +1,30 @@
+// What a train_gpt run leaves behind after its loop: out/losses.csv, the loss
+// curve (loss.svg), sample.txt, the attention map (attention.svg, or
+// --attention-map), and the closing lines it prints (the sample, the files
+// written and the machine-readable final line); also --sample-only, which
+// prints a checkpoint's sample and draws its attention without training.
+// Tests: tests/test_train_gpt.cpp, tests/test_svg.cpp; docs: docs/training.md.
+#pragma once
+
+#include <string>
+
+#include "options.h"
+#include "run_state.h"
+#include "session.h"
+
+namespace train {
+
+// step,loss,eval_train_loss,eval_val_loss: every step's loss, and the
+// evaluations at their steps. Written whole or not at all (through a .tmp).
+void write_losses_csv(const std::string& path, const RunState& run);
+
+// After the last step, the checkpoint and losses.csv: the loss curve with the
+// final evaluation, the sample, the attention map (every model but the bigram)
+// and the closing lines.
+void write_results(const Session& s, double final_train, double final_val, double tokens_per_second);
+
+// --sample-only CKPT: prints a sample of the checkpoint's model, and draws its
+// attention with --attention-map.
+void sample_only(const Options& o);
+
+} // namespace train

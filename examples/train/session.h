@@ -1,0 +1,42 @@
+// A train_gpt run up to its first step: the settings (the flags, or on
+// --resume the checkpoint's with the flags that may change), the text (read,
+// checked against the checkpoint, split 90/10), the model and AdamW (restored
+// on --resume), and the header it prints (data, model, expected starting
+// loss). Problems with the user's data are an InputError, bad flags a
+// UsageError: train_gpt exits with status 2 for both. Tests:
+// tests/test_train_gpt.cpp (resume, errors); docs: docs/training.md.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <ember.h>
+
+#include "data.h"
+#include "options.h"
+#include "run_state.h"
+
+namespace train {
+
+// A problem with the user's input (data, checkpoint, prompt): exit status 2.
+class InputError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Session {
+    RunState run; // the settings (run.options), vocabulary and losses so far
+    Splits data;  // the encoded text: 90% train, 10% val
+    std::shared_ptr<ember::nn::Module> model;
+    std::unique_ptr<ember::optim::AdamW> optimizer;
+    std::string checkpoint; // OUT/train_gpt.safetensors
+};
+
+// Everything before the first step, in this order: settings, data and its
+// checks, manual_seed(seed), model and optimiser, the output directory, the
+// header. Throws InputError, UsageError (also when a resumed run has no steps
+// left) or ember::nn::CheckpointError.
+Session start_session(Options o);
+
+} // namespace train
