@@ -2,17 +2,23 @@
 //
 // The one header a program includes: the core engine (tensors, ops,
 // autograd, random numbers) in namespace ember, layers in ember::nn,
-// optimisers in ember::optim. Start with README.md; docs/ explains each part.
+// optimisers in ember::optim. Start with README.md; core/README.md maps the
+// source, and docs/ explains each part.
 #pragma once
 
-#include "core/autograd.h"
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/function.h"
-#include "core/gradcheck.h"
-#include "core/ops.h"
-#include "core/parallel.h"
-#include "core/print.h"
-#include "core/random.h"
-#include "core/tensor.h"
+#include "core/tensor/dtype.h"
+#include "core/tensor/error.h"
+#include "core/tensor/print.h"
+#include "core/tensor/tensor.h"
+
+#include "core/autograd/autograd.h"
+#include "core/autograd/function.h"
+#include "core/autograd/gradcheck.h"
+
+#include "core/ops/ops.h"
+
+#include "core/random/generator.h"
+
+#include "core/kernels/parallel.h"
+
 #include "nn/nn.h"

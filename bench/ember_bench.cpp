@@ -106,8 +106,8 @@ const std::vector<Attention> kAttention = {
     {"lecture", 64, 6, 256, 64},
 };
 
-void print_product(const std::string& name, const char* kind, int64_t batch, int64_t m, int64_t k,
-                   int64_t n, double flops, Timing t) {
+void print_product(const std::string& name, const char* kind, int64_t batch, int64_t m, int64_t k, int64_t n,
+                   double flops, Timing t) {
     std::printf("{\"name\":\"%s\",\"kind\":\"%s\",\"batch\":%lld,\"m\":%lld,\"k\":%lld,\"n\":%lld,\"threads\":%d,"
                 "\"ms\":%.4f,\"ms_best\":%.4f,\"gflops\":%.2f,\"gflops_best\":%.2f}\n",
                 name.c_str(), kind, (long long)batch, (long long)m, (long long)k, (long long)n, get_num_threads(),
@@ -192,8 +192,13 @@ const std::vector<TrainConfig> kTrain = {
 
 void bench_train(const Options& o, const TrainConfig& c) {
     manual_seed(1337);
-    nn::GPT model({.vocab_size = 65, .block_size = c.block, .n_embd = c.n_embd, .n_head = c.n_head,
-                   .n_layer = c.n_layer, .dropout = c.dropout, .batched_attention = c.batched});
+    nn::GPT model({.vocab_size = 65,
+                   .block_size = c.block,
+                   .n_embd = c.n_embd,
+                   .n_head = c.n_head,
+                   .n_layer = c.n_layer,
+                   .dropout = c.dropout,
+                   .batched_attention = c.batched});
     optim::AdamW opt(model.parameters(), {.lr = 3e-4});
     Tensor x = randint(0, 65, {c.batch, c.block}), y = randint(0, 65, {c.batch, c.block});
     int steps = o.repeat ? o.repeat : c.steps;

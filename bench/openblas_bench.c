@@ -16,7 +16,7 @@ void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
 
 typedef struct {
-    const char *name;
+    const char* name;
     int batch, m, k, n;
     int b_transposed;
 } product;
@@ -47,13 +47,13 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
+static int compare_doubles(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
     return (x > y) - (x < y);
 }
 
-static float *random_floats(size_t count) {
-    float *p = malloc(count * sizeof(float));
+static float* random_floats(size_t count) {
+    float* p = malloc(count * sizeof(float));
     if (!p) {
         fprintf(stderr, "openblas_bench: out of memory\n");
         exit(1);
@@ -63,7 +63,7 @@ static float *random_floats(size_t count) {
 }
 
 /* One call of the entry: a product, or for bmm the two attention products of every slice. */
-static void run(const product *p, const float *a, const float *b, const float *w, float *c, float *c2) {
+static void run(const product* p, const float* a, const float* b, const float* w, float* c, float* c2) {
     if (p->name[0] == 'b') {
         int T = p->m, hs = p->k;
         for (int s = 0; s < p->batch; ++s) {
@@ -81,8 +81,8 @@ static void run(const product *p, const float *a, const float *b, const float *w
                 p->k, b, p->b_transposed ? p->k : p->n, 0.0f, c, p->n);
 }
 
-int main(int argc, char **argv) {
-    const char *only = NULL;
+int main(int argc, char** argv) {
+    const char* only = NULL;
     int threads = 0, repeat = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
@@ -99,20 +99,20 @@ int main(int argc, char **argv) {
     for (size_t i = 0; only && i < count; ++i) exact |= !strcmp(products[i].name, only);
     srand(0);
     for (size_t i = 0; i < count; ++i) {
-        const product *p = &products[i];
+        const product* p = &products[i];
         if (only && (exact ? strcmp(p->name, only) : strncmp(p->name, only, strlen(only)))) continue;
         int bmm = p->name[0] == 'b';
         size_t slices = p->batch;
-        float *a = random_floats(slices * p->m * p->k);
-        float *b = random_floats(slices * p->k * p->n);
-        float *w = bmm ? random_floats(slices * p->m * p->m) : NULL;
-        float *c = random_floats(slices * p->m * p->n);
-        float *c2 = bmm ? random_floats(slices * p->m * p->k) : NULL;
+        float* a = random_floats(slices * p->m * p->k);
+        float* b = random_floats(slices * p->k * p->n);
+        float* w = bmm ? random_floats(slices * p->m * p->m) : NULL;
+        float* c = random_floats(slices * p->m * p->n);
+        float* c2 = bmm ? random_floats(slices * p->m * p->k) : NULL;
         double flops = 2.0 * slices * p->m * p->k * p->n * (bmm ? 2 : 1);
         int runs = repeat ? repeat : (int)(2e10 / flops);
         if (runs < 5) runs = 5;
         if (runs > 200 && !repeat) runs = 200;
-        double *t = malloc(runs * sizeof(double));
+        double* t = malloc(runs * sizeof(double));
         run(p, a, b, w, c, c2); /* warm-up */
         for (int r = 0; r < runs; ++r) {
             double t0 = now();

@@ -1,7 +1,7 @@
 // Head, MultiHeadAttention, BatchedMultiHeadAttention: see attention.h.
 // Each forward is the notebook's, line for line, with the shapes beside it;
 // the scale, mask and softmax lines, quoted in comments, run as one op.
-#include "attention.h"
+#include "nn/attention.h"
 
 #include <cmath>
 
@@ -12,16 +12,16 @@ static void check_input(const char* op, const Tensor& x, int64_t channels, int64
     if (x.dim() != 3 || x.size(2) != channels)
         fail<ShapeError>(op, "expects input (B,T,C) with C=", channels, ", got ", x.shape());
     if (x.size(1) > max_T)
-        fail<ShapeError>(op, "sequence length T=", x.size(1), " exceeds ", limit_name, "=", max_T, " (input ", x.shape(),
-                         "); the mask only covers ", max_T, " positions");
+        fail<ShapeError>(op, "sequence length T=", x.size(1), " exceeds ", limit_name, "=", max_T, " (input ",
+                         x.shape(), "); the mask only covers ", max_T, " positions");
 }
 
 // ---- Head --------------------------------------------------------------------------------
 
 Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, double p) : Module("Head") {
     if (n_embd < 1 || head_size < 1 || block_size < 1)
-        fail<ValueError>("Head", "n_embd, head_size and block_size must be positive, got ", n_embd, ", ", head_size, ", ",
-                         block_size);
+        fail<ValueError>("Head", "n_embd, head_size and block_size must be positive, got ", n_embd, ", ", head_size,
+                         ", ", block_size);
     // Registration order is PyTorch's, so the same seed draws the same weights.
     key = register_module("key", std::make_shared<Linear>(n_embd, head_size, false));
     query = register_module("query", std::make_shared<Linear>(n_embd, head_size, false));
@@ -41,7 +41,7 @@ Tensor Head::forward(const Tensor& x) {
     //   wei = q @ k.transpose(-2,-1) * k.shape[-1]**-0.5
     //   wei = wei.masked_fill(self.tril[:T, :T] == 0, float('-inf'))
     //   wei = F.softmax(wei, dim=-1)
-    // run as one pass, with the same bits (scaled_masked_softmax, core/softmax.cpp).
+    // run as one pass, with the same bits (scaled_masked_softmax, core/ops/softmax.cpp).
     Tensor wei = scaled_masked_softmax(matmul(q, k.transpose(-2, -1)), tril.index({Slice(0, T), Slice(0, T)}) == 0,
                                        std::pow(static_cast<double>(k.size(-1)), -0.5)); // (B,T,T)
     wei = dropout->forward(wei);
@@ -67,16 +67,16 @@ MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t head_size, int
 Tensor MultiHeadAttention::forward(const Tensor& x) {
     std::vector<Tensor> outs;
     for (const auto& [name, head] : heads->named_children()) outs.push_back(head->forward(x)); // NH x (B,T,hs)
-    Tensor out = cat(outs, -1);                  // (B,T,NH*hs)
-    return dropout->forward(proj->forward(out)); // (B,T,C)
+    Tensor out = cat(outs, -1);                                                                // (B,T,NH*hs)
+    return dropout->forward(proj->forward(out));                                               // (B,T,C)
 }
 
 // ---- BatchedMultiHeadAttention -------------------------------------------------------------------
 
 static const AttentionConfig& checked(const AttentionConfig& c) {
     if (c.num_heads < 1 || c.d_out < 1 || c.d_out % c.num_heads != 0)
-        fail<ValueError>("BatchedMultiHeadAttention", "d_out=", c.d_out, " must be positive and divisible by num_heads=",
-                         c.num_heads);
+        fail<ValueError>("BatchedMultiHeadAttention", "d_out=", c.d_out,
+                         " must be positive and divisible by num_heads=", c.num_heads);
     if (c.d_in < 1 || c.context_length < 1)
         fail<ValueError>("BatchedMultiHeadAttention", "d_in and context_length must be positive, got ", c.d_in, " and ",
                          c.context_length);
@@ -129,7 +129,7 @@ Tensor BatchedMultiHeadAttention::forward(const Tensor& x) {
     // Raschka's lines
     //   attn_scores.masked_fill_(mask_bool, -torch.inf)
     //   attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
-    // as one pass, with the same bits (scaled_masked_softmax, core/softmax.cpp).
+    // as one pass, with the same bits (scaled_masked_softmax, core/ops/softmax.cpp).
     Tensor causal = config.causal ? mask.index({Slice(0, T), Slice(0, T)}).to(kBool) : Tensor();
     Tensor weights = scaled_masked_softmax(scores, causal, std::pow(static_cast<double>(hs), 0.5),
                                            ScaleOp::divide); // (B,NH,T,T)

@@ -12,9 +12,9 @@
 // explains the mistakes the seeds contain. Tests: tests/test_attention.cpp.
 #pragma once
 
-#include "layers.h"
-#include "linear.h"
-#include "module.h"
+#include "nn/layers.h"
+#include "nn/linear.h"
+#include "nn/module.h"
 
 namespace ember::nn {
 

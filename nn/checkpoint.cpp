@@ -1,243 +1,34 @@
-// Safetensors reading and writing: see checkpoint.h. The JSON header needs
-// only a small reader (objects, arrays, strings, integers), written here.
-#include "checkpoint.h"
+// Safetensors reading and writing: see checkpoint.h. The JSON of the header
+// is read and quoted by nn/json.h.
+#include "nn/checkpoint.h"
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "../core/autograd.h"
-#include "../core/internal.h"
+#include "core/autograd/autograd.h"
+#include "core/tensor/internal.h"
+#include "nn/json.h"
 
 namespace ember::nn {
+
+using internal::Json;
+using internal::json_quoted;
+using internal::parse_json;
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian; so is ember's memory");
 
 namespace {
 
-// ---- a small JSON reader ------------------------------------------------------------------
-
-struct Json {
-    enum class Kind { Object, Array, String, Integer, Other } kind = Kind::Other;
-    std::vector<std::string> keys; // Object: keys and values, in file order
-    std::vector<Json> values;
-    std::vector<Json> items; // Array
-    std::string text;        // String
-    int64_t integer = 0;     // Integer
-    // The value of `key` in an Object, or null.
-    const Json* find(const std::string& key) const {
-        for (size_t i = 0; i < keys.size(); ++i)
-            if (keys[i] == key) return &values[i];
-        return nullptr;
-    }
-};
-
-// Appends the UTF-8 encoding of a code point.
-void append_utf8(std::string& out, unsigned code) {
-    if (code < 0x80) {
-        out += static_cast<char>(code);
-    } else if (code < 0x800) {
-        out += static_cast<char>(0xC0 | (code >> 6));
-        out += static_cast<char>(0x80 | (code & 0x3F));
-    } else if (code < 0x10000) {
-        out += static_cast<char>(0xE0 | (code >> 12));
-        out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (code & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (code >> 18));
-        out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (code & 0x3F));
-    }
-}
-
-class JsonReader {
-public:
-    JsonReader(const std::string& text, const std::string& where) : s_(text), where_(where) {}
-
-    Json document() {
-        Json value = parse(0);
-        skip_space();
-        if (pos_ != s_.size()) error("unexpected text after the header object");
-        return value;
-    }
-
-private:
-    [[noreturn]] void error(const std::string& what) const {
-        fail<CheckpointError>("load_safetensors", where_, ": invalid header JSON at byte ", pos_, ": ", what);
-    }
-    void skip_space() {
-        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) ++pos_;
-    }
-    char peek() {
-        skip_space();
-        if (pos_ >= s_.size()) error("unexpected end");
-        return s_[pos_];
-    }
-    void expect(char c) {
-        if (peek() != c) error(std::string("expected '") + c + "'");
-        ++pos_;
-    }
-
-    Json parse(int depth) {
-        if (depth > 32) error("nested too deeply");
-        char c = peek();
-        Json v;
-        if (c == '{') {
-            v.kind = Json::Kind::Object;
-            ++pos_;
-            if (peek() == '}') {
-                ++pos_;
-                return v;
-            }
-            std::set<std::string> seen;
-            while (true) {
-                if (peek() != '"') error("expected a key");
-                std::string key = string();
-                if (!seen.insert(key).second) error("duplicate key \"" + key + "\"");
-                expect(':');
-                v.keys.push_back(key);
-                v.values.push_back(parse(depth + 1));
-                if (peek() == ',') {
-                    ++pos_;
-                    continue;
-                }
-                expect('}');
-                return v;
-            }
-        }
-        if (c == '[') {
-            v.kind = Json::Kind::Array;
-            ++pos_;
-            if (peek() == ']') {
-                ++pos_;
-                return v;
-            }
-            while (true) {
-                v.items.push_back(parse(depth + 1));
-                if (peek() == ',') {
-                    ++pos_;
-                    continue;
-                }
-                expect(']');
-                return v;
-            }
-        }
-        if (c == '"') {
-            v.kind = Json::Kind::String;
-            v.text = string();
-            return v;
-        }
-        if (c == '-' || (c >= '0' && c <= '9')) return number();
-        for (const char* word : {"true", "false", "null"})
-            if (s_.compare(pos_, std::strlen(word), word) == 0) {
-                pos_ += std::strlen(word);
-                return v;
-            }
-        error("unexpected character");
-    }
-
-    // JSON's number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-    Json number() {
-        auto digits = [&] {
-            size_t from = pos_;
-            while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-            return pos_ - from;
-        };
-        size_t start = pos_;
-        if (s_[pos_] == '-') ++pos_;
-        size_t int_start = pos_;
-        size_t int_digits = digits();
-        if (int_digits == 0) error("bad number");
-        if (int_digits > 1 && s_[int_start] == '0') error("a number with a leading zero");
-        bool integral = true;
-        if (pos_ < s_.size() && s_[pos_] == '.') {
-            ++pos_;
-            if (digits() == 0) error("bad number");
-            integral = false;
-        }
-        if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-            ++pos_;
-            if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-            if (digits() == 0) error("bad number");
-            integral = false;
-        }
-        Json v;
-        if (integral && int_digits <= 18) { // fits int64 whatever the digits
-            v.kind = Json::Kind::Integer;
-            v.integer = std::stoll(s_.substr(start, pos_ - start));
-        }
-        return v; // fractions and huge numbers are never valid in a safetensors header
-    }
-
-    unsigned hex4() {
-        if (pos_ + 4 > s_.size()) error("short \\u escape");
-        unsigned code = 0;
-        for (int i = 0; i < 4; ++i) {
-            char h = s_[pos_++];
-            if (!std::isxdigit(static_cast<unsigned char>(h))) error("bad \\u escape");
-            code = code * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
-        }
-        return code;
-    }
-
-    std::string string() {
-        ++pos_; // the opening quote
-        std::string out;
-        while (true) {
-            if (pos_ >= s_.size()) error("unterminated string");
-            char c = s_[pos_++];
-            if (c == '"') return out;
-            if (static_cast<unsigned char>(c) < 0x20) error("control character in a string");
-            if (c != '\\') {
-                out += c;
-                continue;
-            }
-            if (pos_ >= s_.size()) error("unterminated escape");
-            char e = s_[pos_++];
-            switch (e) {
-            case '"': out += '"'; break;
-            case '\\': out += '\\'; break;
-            case '/': out += '/'; break;
-            case 'b': out += '\b'; break;
-            case 'f': out += '\f'; break;
-            case 'n': out += '\n'; break;
-            case 'r': out += '\r'; break;
-            case 't': out += '\t'; break;
-            case 'u': {
-                unsigned code = hex4();
-                // A character beyond U+FFFF comes as a surrogate pair: \\uD83D\\uDE00.
-                if (code >= 0xD800 && code < 0xDC00) {
-                    if (s_.compare(pos_, 2, "\\u") != 0) error("lone high surrogate");
-                    pos_ += 2;
-                    unsigned low = hex4();
-                    if (low < 0xDC00 || low >= 0xE000) error("bad low surrogate");
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-                } else if (code >= 0xDC00 && code < 0xE000) {
-                    error("lone low surrogate");
-                }
-                append_utf8(out, code);
-                break;
-            }
-            default: error("unknown escape");
-            }
-        }
-    }
-
-    const std::string& s_;
-    std::string where_;
-    size_t pos_ = 0;
-};
-
-// ---- dtypes and JSON writing --------------------------------------------------------------
+// ---- dtypes ------------------------------------------------------------------------------
 
 const char* safetensors_dtype(DType d) {
     switch (d) {
@@ -258,31 +49,6 @@ bool dtype_from_name(const std::string& name, DType& out) {
     return false;
 }
 
-// A JSON string literal, escaped as Python's json.dumps(..., ensure_ascii=False).
-std::string quoted(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-                out += buf;
-            } else {
-                out += c;
-            }
-        }
-    }
-    return out + "\"";
-}
-
 [[noreturn]] void corrupt(const std::string& path, const std::string& what) {
     fail<CheckpointError>("load_safetensors", path, ": ", what);
 }
@@ -300,9 +66,9 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
         header += "\"__metadata__\":{";
         for (const auto& [k, v] : metadata) {
             if (header.back() != '{') header += ',';
-            header += quoted(k);
+            header += json_quoted(k);
             header += ':';
-            header += quoted(v);
+            header += json_quoted(v);
         }
         header += '}';
     }
@@ -318,7 +84,7 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
             shape += std::to_string(s);
         }
         if (header.size() > 1) header += ',';
-        header += quoted(name);
+        header += json_quoted(name);
         header += ":{\"dtype\":\"";
         header += safetensors_dtype(c.dtype());
         header += "\",\"shape\":[" + shape + "],\"data_offsets\":[" + std::to_string(offset) + ',' +
@@ -336,8 +102,9 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
     // the new one is whole.
     std::string tmp = path + ".tmp.XXXXXX";
     int fd = ::mkstemp(tmp.data());
-    if (fd < 0) fail<CheckpointError>("save_safetensors", "cannot create a temporary file beside ", path, ": ",
-                                      std::strerror(errno));
+    if (fd < 0)
+        fail<CheckpointError>("save_safetensors", "cannot create a temporary file beside ", path, ": ",
+                              std::strerror(errno));
     ::fchmod(fd, 0644); // mkstemp's 0600 would hide the checkpoint from other users
     auto write_all = [&](const void* bytes, size_t n) {
         const char* p = static_cast<const char*>(bytes);
@@ -353,8 +120,9 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
     uint64_t n = header.size();
     bool ok = write_all(&n, 8) && write_all(header.data(), header.size());
     for (const Tensor& t : data)
-        ok = ok && write_all(static_cast<const char*>(t.storage()->data()) + t.storage_offset() * element_size(t.dtype()),
-                             static_cast<size_t>(t.numel()) * element_size(t.dtype()));
+        ok = ok &&
+             write_all(static_cast<const char*>(t.storage()->data()) + t.storage_offset() * element_size(t.dtype()),
+                       static_cast<size_t>(t.numel()) * element_size(t.dtype()));
     ok = ok && ::fsync(fd) == 0;
     int saved_errno = errno;
     ok = ::close(fd) == 0 && ok;
@@ -391,11 +159,11 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
     uint64_t n = 0;
     std::memcpy(&n, bytes.data(), 8);
     if (n > bytes.size() - 8)
-        bad("truncated: the header claims " + std::to_string(n) + " bytes but only " + std::to_string(bytes.size() - 8) +
-            " follow");
+        bad("truncated: the header claims " + std::to_string(n) + " bytes but only " +
+            std::to_string(bytes.size() - 8) + " follow");
     std::string header = bytes.substr(8, n);
     if (header.empty() || header[0] != '{') bad("the header does not start with '{': not a safetensors file");
-    Json root = JsonReader(header, path).document();
+    Json root = parse_json(header, path);
     if (root.kind != Json::Kind::Object) bad("the header is not a JSON object");
     const uint64_t data_size = bytes.size() - 8 - n;
     const char* data = bytes.data() + 8 + n;
@@ -437,7 +205,8 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
         // the strides are products of sizes and must not overflow.
         uint64_t numel = 1, nonzero = 1;
         for (const Json& s : shape.items) {
-            if (s.kind != Json::Kind::Integer || s.integer < 0) bad("tensor \"" + name + "\" has a bad size in its shape");
+            if (s.kind != Json::Kind::Integer || s.integer < 0)
+                bad("tensor \"" + name + "\" has a bad size in its shape");
             e.shape.push_back(s.integer);
             if (s.integer == 0) {
                 numel = 0;

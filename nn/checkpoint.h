@@ -15,7 +15,7 @@
 #include <map>
 #include <string>
 
-#include "module.h"
+#include "nn/module.h"
 
 namespace ember::nn {
 

@@ -1,10 +1,10 @@
 // Block and GPT: see gpt.h. The forward passes are gpt.py's, line for line.
-#include "gpt.h"
+#include "nn/gpt.h"
 
 #include <cmath>
 
-#include "../core/autograd.h"
-#include "init.h"
+#include "core/autograd/autograd.h"
+#include "nn/init.h"
 
 namespace ember::nn {
 
@@ -17,15 +17,16 @@ Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout,
                          batched ? " (batched heads need n_embd divisible by n_head)" : "");
     const int64_t head_size = n_embd / n_head;
     if (batched) {
-        sa = register_module("sa", std::make_shared<BatchedMultiHeadAttention>(AttentionConfig{
-                                       .d_in = n_embd,
-                                       .d_out = n_embd,
-                                       .context_length = block_size,
-                                       .num_heads = n_head,
-                                       .dropout = dropout,
-                                       .out_dropout = dropout}));
+        sa = register_module("sa",
+                             std::make_shared<BatchedMultiHeadAttention>(AttentionConfig{.d_in = n_embd,
+                                                                                         .d_out = n_embd,
+                                                                                         .context_length = block_size,
+                                                                                         .num_heads = n_head,
+                                                                                         .dropout = dropout,
+                                                                                         .out_dropout = dropout}));
     } else {
-        sa = register_module("sa", std::make_shared<MultiHeadAttention>(n_head, head_size, n_embd, block_size, dropout));
+        sa =
+            register_module("sa", std::make_shared<MultiHeadAttention>(n_head, head_size, n_embd, block_size, dropout));
     }
     ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout));
     ln1 = register_module("ln1", std::make_shared<LayerNorm>(n_embd));
@@ -41,9 +42,10 @@ Tensor Block::forward(const Tensor& x) {
 
 GPT::GPT(const GPTConfig& c) : Module("GPT"), config(c) {
     if (c.vocab_size < 1 || c.block_size < 1 || c.n_layer < 0)
-        fail<ValueError>("GPT", "vocab_size and block_size must be positive and n_layer non-negative, got ", c.vocab_size,
-                         ", ", c.block_size, ", ", c.n_layer);
-    token_embedding_table = register_module("token_embedding_table", std::make_shared<Embedding>(c.vocab_size, c.n_embd));
+        fail<ValueError>("GPT", "vocab_size and block_size must be positive and n_layer non-negative, got ",
+                         c.vocab_size, ", ", c.block_size, ", ", c.n_layer);
+    token_embedding_table =
+        register_module("token_embedding_table", std::make_shared<Embedding>(c.vocab_size, c.n_embd));
     position_embedding_table =
         register_module("position_embedding_table", std::make_shared<Embedding>(c.block_size, c.n_embd));
     blocks = register_module("blocks", std::make_shared<Sequential>());
@@ -71,8 +73,8 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) {
     if (idx.dim() != 2) fail<ShapeError>("GPT", "idx must be (B,T), got ", idx.shape());
     const int64_t B = idx.size(0), T = idx.size(1);
     if (T > config.block_size)
-        fail<ShapeError>("GPT", "sequence length T=", T, " exceeds block_size=", config.block_size, " (idx ", idx.shape(),
-                         ")");
+        fail<ShapeError>("GPT", "sequence length T=", T, " exceeds block_size=", config.block_size, " (idx ",
+                         idx.shape(), ")");
     if (targets.defined() && (targets.shape() != idx.shape() || targets.dtype() != kInt64))
         fail<ShapeError>("GPT", "targets must be int64 of idx's shape ", idx.shape(), ", got ",
                          dtype_name(targets.dtype()), " ", targets.shape());

@@ -12,9 +12,9 @@
 
 #include <optional>
 
-#include "attention.h"
-#include "layers.h"
-#include "module.h"
+#include "nn/attention.h"
+#include "nn/layers.h"
+#include "nn/module.h"
 
 namespace ember::nn {
 

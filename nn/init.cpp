@@ -1,10 +1,10 @@
 // nn::init: see init.h. Each function computes its bound in double exactly as
 // torch/nn/init.py does, then draws with the same kernel PyTorch would.
-#include "init.h"
+#include "nn/init.h"
 
 #include <cmath>
 
-#include "../core/autograd.h"
+#include "core/autograd/autograd.h"
 
 namespace ember::nn::init {
 
@@ -17,7 +17,7 @@ int64_t fan_in(const Tensor& tensor) {
 }
 
 void kaiming_uniform_(const Tensor& tensor, double a, Generator* generator) {
-    if (tensor.numel() == 0) return; // PyTorch: nothing to draw (and fan_in may be 0)
+    if (tensor.numel() == 0) return;                    // PyTorch: nothing to draw (and fan_in may be 0)
     const double gain = std::sqrt(2.0 / (1.0 + a * a)); // calculate_gain('leaky_relu', a)
     const double std = gain / std::sqrt(static_cast<double>(fan_in(tensor)));
     const double bound = std::sqrt(3.0) * std;

@@ -1,11 +1,11 @@
 // nn::init: the initialisations PyTorch's layers use, drawing from the same
 // generator in the same order, so that a model built after manual_seed(s)
-// has PyTorch's parameters to the bit (../shared/spec/torch_rng.md §5-6).
+// has PyTorch's parameters to the bit (docs/random.md, "Initialisation").
 // Each fills a parameter in place, outside the autograd graph.
 // Tests: tests/test_layers.cpp.
 #pragma once
 
-#include "../core/ops.h"
+#include "core/ops/ops.h"
 
 namespace ember::nn::init {
 

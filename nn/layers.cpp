@@ -1,9 +1,9 @@
 // Embedding, LayerNorm, Dropout, GELU, FeedForward: see layers.h.
-#include "layers.h"
+#include "nn/layers.h"
 
 #include <sstream>
 
-#include "init.h"
+#include "nn/init.h"
 
 namespace ember::nn {
 
@@ -50,8 +50,7 @@ Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, normalized_sha
 std::string LayerNorm::extra_repr() const {
     // "(32,), eps=1e-05, elementwise_affine=True", as Python prints a tuple.
     std::string shape = "(";
-    for (size_t i = 0; i < normalized_shape.size(); ++i)
-        shape += (i ? ", " : "") + std::to_string(normalized_shape[i]);
+    for (size_t i = 0; i < normalized_shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(normalized_shape[i]);
     shape += normalized_shape.size() == 1 ? ",)" : ")";
     return shape + ", eps=" + python_float(eps) + ", elementwise_affine=" + (weight.defined() ? "True" : "False");
 }
@@ -70,9 +69,10 @@ GELU::GELU(std::string approx) : Module("GELU"), approximate(std::move(approx)) 
 }
 
 FeedForward::FeedForward(int64_t n_embd, double dropout) : Module("FeedForward") {
-    net = register_module("net", std::make_shared<Sequential>(std::vector<std::shared_ptr<Module>>{
-                                     std::make_shared<Linear>(n_embd, 4 * n_embd), std::make_shared<ReLU>(),
-                                     std::make_shared<Linear>(4 * n_embd, n_embd), std::make_shared<Dropout>(dropout)}));
+    net =
+        register_module("net", std::make_shared<Sequential>(std::vector<std::shared_ptr<Module>>{
+                                   std::make_shared<Linear>(n_embd, 4 * n_embd), std::make_shared<ReLU>(),
+                                   std::make_shared<Linear>(4 * n_embd, n_embd), std::make_shared<Dropout>(dropout)}));
 }
 
 } // namespace ember::nn

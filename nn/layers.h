@@ -4,8 +4,8 @@
 // Tests: tests/test_layers.cpp.
 #pragma once
 
-#include "linear.h"
-#include "module.h"
+#include "nn/linear.h"
+#include "nn/module.h"
 
 namespace ember::nn {
 

@@ -1,9 +1,9 @@
 // nn::Linear: see linear.h.
-#include "linear.h"
+#include "nn/linear.h"
 
 #include <cmath>
 
-#include "init.h"
+#include "nn/init.h"
 
 namespace ember::nn {
 

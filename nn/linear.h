@@ -7,7 +7,7 @@
 // Tests: tests/test_layers.cpp.
 #pragma once
 
-#include "module.h"
+#include "nn/module.h"
 
 namespace ember::nn {
 

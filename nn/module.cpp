@@ -1,13 +1,13 @@
 // nn::Module, ModuleList, Sequential: see module.h.
-#include "module.h"
+#include "nn/module.h"
 
 #include <algorithm>
 #include <ostream>
 #include <set>
-#include <unordered_map>
 #include <sstream>
+#include <unordered_map>
 
-#include "../core/autograd.h"
+#include "core/autograd/autograd.h"
 
 namespace ember::nn {
 
@@ -196,13 +196,12 @@ void Module::load_state_dict(const StateDict& dict, bool strict) {
         for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
         return s;
     };
-    if (!mismatched.empty())
-        fail<ShapeError>("load_state_dict", type_name_, ": size mismatch for ", list(mismatched));
+    if (!mismatched.empty()) fail<ShapeError>("load_state_dict", type_name_, ": size mismatch for ", list(mismatched));
     for (const auto& [name, t] : own)
         for (int64_t d = 0; d < t.dim(); ++d)
             if (t.strides()[d] == 0 && t.shape()[d] > 1)
-                fail<ValueError>("load_state_dict", type_name_, ": ", name, " is an expanded tensor of shape ", t.shape(),
-                                 " and cannot be written in place");
+                fail<ValueError>("load_state_dict", type_name_, ": ", name, " is an expanded tensor of shape ",
+                                 t.shape(), " and cannot be written in place");
     if (strict && (!missing.empty() || !unexpected.empty()))
         fail<ValueError>("load_state_dict", type_name_, ":", missing.empty() ? "" : " missing keys: " + list(missing),
                          missing.empty() || unexpected.empty() ? "" : ";",

@@ -10,14 +10,14 @@
 #pragma once
 
 #include <functional>
-#include <unordered_map>
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "../core/ops.h"
+#include "core/ops/ops.h"
 
 namespace ember::nn {
 
@@ -134,7 +134,8 @@ public:
     template <typename M>
     std::shared_ptr<M> at(size_t i) const {
         auto typed = std::dynamic_pointer_cast<M>((*this)[i]);
-        if (!typed) fail<ValueError>("ModuleList", "item ", i, " is a ", (*this)[i]->type_name(), ", not the type asked for");
+        if (!typed)
+            fail<ValueError>("ModuleList", "item ", i, " is a ", (*this)[i]->type_name(), ", not the type asked for");
         return typed;
     }
 

@@ -2,11 +2,11 @@
 // checkpoints, built on the core engine (../core). Included by ember.h.
 #pragma once
 
-#include "attention.h"
-#include "checkpoint.h"
-#include "gpt.h"
-#include "init.h"
-#include "layers.h"
-#include "linear.h"
-#include "module.h"
-#include "optim.h"
+#include "nn/attention.h"
+#include "nn/checkpoint.h"
+#include "nn/gpt.h"
+#include "nn/init.h"
+#include "nn/layers.h"
+#include "nn/linear.h"
+#include "nn/module.h"
+#include "nn/optim.h"

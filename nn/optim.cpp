@@ -1,14 +1,15 @@
 // SGD, AdamW and clip_grad_norm_: see optim.h. Each update is one loop over a
 // parameter's elements, in float32 with the scalars rounded to float32 as
 // PyTorch's kernels use them.
-#include "optim.h"
+#include "nn/optim.h"
 
 #include <cmath>
 #include <limits>
 
-#include "../core/autograd.h"
-#include "../core/loops.h"
-#include "../core/vectorize.h"
+#include "core/autograd/autograd.h"
+#include "core/kernels/adamw.h"
+#include "core/kernels/dispatch.h"
+#include "core/tensor/internal.h"
 
 namespace ember::optim {
 
@@ -95,8 +96,8 @@ void SGD::load_state_dict(const nn::StateDict& state) {
         ++used;
     }
     if (used != state.size())
-        fail<ValueError>("SGD", "the state has ", state.size() - used, " entries that match none of its ", params_.size(),
-                         " parameters");
+        fail<ValueError>("SGD", "the state has ", state.size() - used, " entries that match none of its ",
+                         params_.size(), " parameters");
     momentum_buffer_ = std::move(buffers);
 }
 
@@ -113,20 +114,16 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o) : Optimizer(std::move(p
 
 namespace {
 
-// AdamW's update of n elements, PyTorch's single-tensor loop one element at a
-// time. Four distinct arrays: promising the compiler they do not overlap,
-// and passing the scalars by value, lets it vectorise the loop (each
-// element's arithmetic is unchanged).
+// AdamW's update of n elements: PyTorch's single-tensor loop, one element at
+// a time, each line one of its tensor ops.
 template <typename T>
-EMBER_VECTOR_CLONES void adamw_update(T* __restrict__ pp, const T* __restrict__ pg, T* __restrict__ m,
-                                      T* __restrict__ v, int64_t n, T decay, T beta1, T one_minus_beta1, T beta2,
-                                      T one_minus_beta2, T bc2_sqrt, T eps, T neg_step) {
+void adamw_update_plain(T* param, const T* grad, T* m, T* v, int64_t n, const internal::AdamWScalars<T>& s) {
     for (int64_t j = 0; j < n; ++j) {
-        pp[j] = pp[j] * decay;                                   // param.mul_(1 - lr * wd)
-        m[j] = m[j] * beta1 + pg[j] * one_minus_beta1;           // exp_avg.mul_(b1).add_(g, alpha=1-b1)
-        v[j] = v[j] * beta2 + (pg[j] * pg[j]) * one_minus_beta2; // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
-        T denom = std::sqrt(v[j]) / bc2_sqrt + eps;              // (v.sqrt() / bc2_sqrt).add_(eps)
-        pp[j] = pp[j] + neg_step * (m[j] / denom);               // param.addcdiv_(m, denom, -step_size)
+        param[j] = param[j] * s.decay;                                   // param.mul_(1 - lr * wd)
+        m[j] = m[j] * s.beta1 + grad[j] * s.one_minus_beta1;             // exp_avg.mul_(b1).add_(g, alpha=1-b1)
+        v[j] = v[j] * s.beta2 + (grad[j] * grad[j]) * s.one_minus_beta2; // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
+        T denom = std::sqrt(v[j]) / s.bias_correction2_sqrt + s.eps;     // (v.sqrt() / bc2_sqrt).add_(eps)
+        param[j] = param[j] + s.neg_step_size * (m[j] / denom);          // param.addcdiv_(m, denom, -step_size)
     }
 }
 
@@ -158,16 +155,20 @@ void AdamW::step() {
             T* exp_avg = s.exp_avg.data_ptr<T>();
             T* exp_avg_sq = s.exp_avg_sq.data_ptr<T>();
             // Each Python float becomes the tensor's dtype where it meets a tensor.
-            const T decay = static_cast<T>(1 - options.lr * options.weight_decay);
-            const T beta1 = static_cast<T>(options.beta1), one_minus_beta1 = static_cast<T>(1 - options.beta1);
-            const T beta2 = static_cast<T>(options.beta2), one_minus_beta2 = static_cast<T>(1 - options.beta2);
-            const T bc2_sqrt = static_cast<T>(bias_correction2_sqrt);
-            const T eps = static_cast<T>(options.eps);
-            const T neg_step = static_cast<T>(-step_size);
-            parallel_for(0, p.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-                adamw_update(param + b, grad + b, exp_avg + b, exp_avg_sq + b, e - b, decay, beta1, one_minus_beta1,
-                             beta2, one_minus_beta2, bc2_sqrt, eps, neg_step);
-            });
+            const internal::AdamWScalars<T> scalars{
+                .decay = static_cast<T>(1 - options.lr * options.weight_decay),
+                .beta1 = static_cast<T>(options.beta1),
+                .one_minus_beta1 = static_cast<T>(1 - options.beta1),
+                .beta2 = static_cast<T>(options.beta2),
+                .one_minus_beta2 = static_cast<T>(1 - options.beta2),
+                .bias_correction2_sqrt = static_cast<T>(bias_correction2_sqrt),
+                .eps = static_cast<T>(options.eps),
+                .neg_step_size = static_cast<T>(-step_size),
+            };
+            // core/kernels/adamw.h: the same loop, compiled for AVX2 too and split between threads.
+            if (internal::use_fast_kernels())
+                internal::adamw_update(param, grad, exp_avg, exp_avg_sq, p.numel(), scalars);
+            else adamw_update_plain(param, grad, exp_avg, exp_avg_sq, p.numel(), scalars);
         });
         internal::bump_version(p);
     }

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "module.h"
+#include "nn/module.h"
 
 namespace ember::optim {
 
@@ -79,7 +79,7 @@ public:
 
 private:
     struct State {
-        int64_t step = 0;        // t: this parameter's updates so far
+        int64_t step = 0;           // t: this parameter's updates so far
         Tensor exp_avg, exp_avg_sq; // m and v; undefined before the first update
     };
     std::vector<State> state_;

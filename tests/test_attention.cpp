@@ -19,10 +19,12 @@ TEST_CASE("BatchedMultiHeadAttention matches PyTorch in every configuration", "[
     const Fixtures& f = fixtures("attention");
     using Config = nn::AttentionConfig;
     // Raschka's class with his signature and his "Your journey starts..." inputs.
-    check_module_case(f, "batched.raschka", [] { return std::make_shared<nn::BatchedMultiHeadAttention>(3, 2, 6, 0.0, 2); });
+    check_module_case(f, "batched.raschka",
+                      [] { return std::make_shared<nn::BatchedMultiHeadAttention>(3, 2, 6, 0.0, 2); });
     check_module_case(f, "batched.bias_dropout",
                       [] { return std::make_shared<nn::BatchedMultiHeadAttention>(16, 16, 8, 0.1, 4, true); });
-    check_module_case(f, "batched.d_in_ne_d_out", [] { return std::make_shared<nn::BatchedMultiHeadAttention>(12, 8, 6, 0.0, 2); });
+    check_module_case(f, "batched.d_in_ne_d_out",
+                      [] { return std::make_shared<nn::BatchedMultiHeadAttention>(12, 8, 6, 0.0, 2); });
     check_module_case(f, "batched.noncausal", [] {
         return std::make_shared<nn::BatchedMultiHeadAttention>(
             Config{.d_in = 8, .d_out = 8, .context_length = 4, .num_heads = 2, .causal = false});

@@ -1,4 +1,4 @@
-// The autograd engine (core/autograd.cpp): gradients by hand-derived math,
+// The autograd engine (core/autograd/autograd.cpp): gradients by hand-derived math,
 // accumulation, retain_graph, detach, no-grad, deep graphs, freeing, in-place
 // checks, and the engine's errors.
 #include <catch2/catch.hpp>
@@ -44,7 +44,8 @@ TEST_CASE("backward from a non-scalar needs a gradient of the output's shape", "
     Tensor x = tensor({1.0f, 2.0f, 3.0f}).requires_grad_();
     Tensor y = x * x;
     CHECK_THROWS_AS(y.backward(), AutogradError);
-    CHECK_THROWS_WITH(y.backward(), Catch::Contains("[backward]") && Catch::Contains("scalar") && Catch::Contains("(3)"));
+    CHECK_THROWS_WITH(y.backward(),
+                      Catch::Contains("[backward]") && Catch::Contains("scalar") && Catch::Contains("(3)"));
     CHECK_THROWS_AS(y.backward(ones({2})), ShapeError);
     y.backward(tensor({1.0f, 0.0f, -1.0f}));
     require_equal(x.grad(), tensor({2.0f, 0.0f, -6.0f}));
@@ -89,9 +90,7 @@ TEST_CASE("detach and no-grad cut the graph; requires_grad spreads to results", 
     CHECK(d.storage() == y.storage());
     {
         NoGradGuard outer;
-        {
-            NoGradGuard inner;
-        }
+        { NoGradGuard inner; }
         CHECK_FALSE(GradMode::is_enabled()); // the inner guard restored "off"
         CHECK_FALSE((x * 2).requires_grad());
     }
@@ -193,7 +192,8 @@ TEST_CASE("backward refuses a saved tensor that was modified in place", "[autogr
 TEST_CASE("in-place ops on leaves and on views inside the graph are refused", "[autograd][errors]") {
     Tensor leaf = ones({2, 2}).requires_grad_();
     CHECK_THROWS_AS(leaf.fill_(0), AutogradError);
-    CHECK_THROWS_WITH(leaf.masked_fill_(ones({2, 2}, kBool), 0), Catch::Contains("[masked_fill_]") && Catch::Contains("leaf"));
+    CHECK_THROWS_WITH(leaf.masked_fill_(ones({2, 2}, kBool), 0),
+                      Catch::Contains("[masked_fill_]") && Catch::Contains("leaf"));
     Tensor h = leaf * 2;
     CHECK_THROWS_AS(h[0].mul_(2), AutogradError);
     CHECK_THROWS_WITH(h.t().add_(1), Catch::Contains("view"));

@@ -1,4 +1,4 @@
-// Arithmetic (core/binary.cpp): values and gradients against PyTorch, a
+// Arithmetic (core/ops/binary.cpp): values and gradients against PyTorch, a
 // finite-difference gradient check per op, type promotion, in-place forms
 // and their errors.
 #include <catch2/catch.hpp>
@@ -155,7 +155,8 @@ TEST_CASE("in-place arithmetic rejects what it cannot do", "[binary][inplace][er
 
 TEST_CASE("binary ops name the op and both shapes when they do not broadcast", "[binary][errors]") {
     CHECK_THROWS_AS(ones({2, 3}) + ones({4}), ShapeError);
-    CHECK_THROWS_WITH(ones({2, 3}) * ones({4}), Catch::Contains("[mul]") && Catch::Contains("(2,3)") && Catch::Contains("(4)"));
+    CHECK_THROWS_WITH(ones({2, 3}) * ones({4}),
+                      Catch::Contains("[mul]") && Catch::Contains("(2,3)") && Catch::Contains("(4)"));
     CHECK_THROWS_WITH(ones({3}) / ones({2}), Catch::Contains("[div]"));
     CHECK_THROWS_WITH(ones({3}) - ones({2}), Catch::Contains("[sub]"));
     CHECK_THROWS_AS(pow(ones({2}, kInt64), -1), ValueError);

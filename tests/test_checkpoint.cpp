@@ -52,7 +52,8 @@ TEST_CASE("a GPT written by PyTorch-side tooling loads into ember and computes t
 TEST_CASE("ember writes the canonical safetensors layout byte for byte", "[checkpoint]") {
     const Fixtures& f = fixtures("gpt");
     nn::StateDict dict;
-    for (const char* name : {"w", "b", "idx", "mask", "empty"}) dict.insert(name, f.tensor(std::string("canonical.") + name));
+    for (const char* name : {"w", "b", "idx", "mask", "empty"})
+        dict.insert(name, f.tensor(std::string("canonical.") + name));
     std::string path = scratch("canonical");
     nn::save_safetensors(dict, path, {{"vocab", "ab\n\"c\xc3\xa9"}, {"step", "7"}});
     CHECK(read_bytes(path) == read_bytes(kDir + "/canonical.safetensors"));
@@ -108,7 +109,8 @@ TEST_CASE("corrupt or mismatched files are refused and the model is left untouch
         {"unknown dtype", with_header(replace(header, "\"F32\"", "\"F16\""))},
         {"wrong byte count", with_header(replace(header, "\"shape\":[20,16]", "\"shape\":[20,15]"))},
         {"trailing bytes", good + std::string(4, '\0')},
-        {"duplicate key", with_header(replace(header, "{", "{\"ln_f.bias\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},"))},
+        {"duplicate key",
+         with_header(replace(header, "{", "{\"ln_f.bias\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},"))},
     };
     for (const auto& [what, bytes] : files) {
         DYNAMIC_SECTION(what) {
@@ -163,10 +165,11 @@ TEST_CASE("the header reader follows JSON strictly", "[checkpoint][errors]") {
     nn::Metadata meta;
     nn::load_safetensors(file_with_header("{\"__metadata__\":{\"smile\":\"\\ud83d\\ude00\"}}"), &meta);
     CHECK(meta["smile"] == "\xf0\x9f\x98\x80");
-    for (const char* bad : {"{\"a\":{\"dtype\":\"F32\",\"shape\":[001],\"data_offsets\":[0,4]}}",
-                            "{\"a\":{\"dtype\":\"F32\",\"shape\":[1-2],\"data_offsets\":[0,4]}}",
-                            "{\"__metadata__\":{\"x\":\"\\ud83d\"}}",
-                            "{\"a\":{\"dtype\":\"F32\",\"shape\":[0,99999999999999999,99999999999999999],\"data_offsets\":[0,0]}}"}) {
+    for (const char* bad :
+         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[001],\"data_offsets\":[0,4]}}",
+          "{\"a\":{\"dtype\":\"F32\",\"shape\":[1-2],\"data_offsets\":[0,4]}}",
+          "{\"__metadata__\":{\"x\":\"\\ud83d\"}}",
+          "{\"a\":{\"dtype\":\"F32\",\"shape\":[0,99999999999999999,99999999999999999],\"data_offsets\":[0,0]}}"}) {
         INFO(bad);
         CHECK_THROWS_AS(nn::load_safetensors(file_with_header(bad)), nn::CheckpointError);
     }

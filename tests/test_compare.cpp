@@ -1,4 +1,4 @@
-// Comparisons, masked_fill and where (core/compare.cpp) against PyTorch.
+// Comparisons, masked_fill and where (core/ops/compare.cpp) against PyTorch.
 #include <catch2/catch.hpp>
 
 #include "check.h"
@@ -26,19 +26,16 @@ TEST_CASE("comparisons give PyTorch's bool masks, broadcasting", "[compare]") {
 TEST_CASE("masked_fill and where match PyTorch's values and gradients", "[compare]") {
     const Fixtures& f = fixtures("compare");
     Tensor tril = ember::tril(ones({4, 4}));
-    OpFn causal = [&](const std::vector<Tensor>& in) {
-        return softmax(in[0].masked_fill(tril == 0, -INFINITY), -1);
-    };
+    OpFn causal = [&](const std::vector<Tensor>& in) { return softmax(in[0].masked_fill(tril == 0, -INFINITY), -1); };
     check_case(f, "masked_fill.causal", causal);
     check_gradients(f, "masked_fill.causal", causal);
 
-    OpFn row_mask = [](const std::vector<Tensor>& in) {
-        return masked_fill(in[0], tensor({true, false, true}), 0.5);
-    };
+    OpFn row_mask = [](const std::vector<Tensor>& in) { return masked_fill(in[0], tensor({true, false, true}), 0.5); };
     check_case(f, "masked_fill.broadcast_mask", row_mask);
     check_gradients(f, "masked_fill.broadcast_mask", row_mask);
-    check_case(f, "masked_fill.broadcast_both",
-               [](const std::vector<Tensor>& in) { return masked_fill(in[0], ones({2, 3}, kBool), 1.0); });
+    check_case(f, "masked_fill.broadcast_both", [](const std::vector<Tensor>& in) {
+        return masked_fill(in[0], ones({2, 3}, kBool), 1.0);
+    });
 
     Tensor cond = f.tensor("where.cond");
     OpFn w = [&](const std::vector<Tensor>& in) { return where(cond, in[0], in[1]); };
@@ -70,7 +67,8 @@ TEST_CASE("masked_fill_ with a mask that views its own target", "[compare][inpla
 
 TEST_CASE("masks must be bool and must fit", "[compare][errors]") {
     CHECK_THROWS_AS(masked_fill(ones({2, 2}), ones({2, 2}), 0), DTypeError);
-    CHECK_THROWS_WITH(masked_fill(ones({2, 2}), ones({2, 2}), 0), Catch::Contains("[masked_fill]") && Catch::Contains("bool"));
+    CHECK_THROWS_WITH(masked_fill(ones({2, 2}), ones({2, 2}), 0),
+                      Catch::Contains("[masked_fill]") && Catch::Contains("bool"));
     CHECK_THROWS_AS(masked_fill(ones({2, 2}), ones({3}, kBool), 0), ShapeError);
     CHECK_THROWS_AS(ones({2}).masked_fill_(ones({2, 2}, kBool), 0), ShapeError);
     CHECK_THROWS_AS(where(ones({2}), ones({2}), ones({2})), DTypeError);

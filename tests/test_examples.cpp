@@ -63,7 +63,8 @@ TEST_CASE("the attention examples print their notebooks' numbers", "[examples]")
                 line_start = line_start == std::string::npos ? 0 : line_start + 1;
                 INFO("first difference at byte " << at << " of ember's output, in the line\n"
                                                  << got.substr(line_start, got.find('\n', at) - line_start)
-                                                 << "\nPyTorch printed:\n" << expected);
+                                                 << "\nPyTorch printed:\n"
+                                                 << expected);
                 CHECK(at == std::string::npos);
             }
         }

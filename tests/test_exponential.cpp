@@ -1,4 +1,4 @@
-// ember's float exponential (core/exponential.h) against the exponential of
+// ember's float exponential (core/kernels/exponential.h) against the exponential of
 // the C library in double, rounded once to float: a reference from the math,
 // good to far below a float's last bit.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "check.h"
-#include "core/exponential.h"
+#include "core/kernels/exponential.h"
 
 using ember::internal::exp_float;
 
@@ -56,7 +56,8 @@ TEST_CASE("exp_float's special values and the ends of its range", "[exponential]
     CHECK(exp_float(-1000.0f) == 0.0f);
     CHECK(exp_float(1000.0f) == inf);
     // Around the overflow threshold (ln FLT_MAX = 88.7228...) and the subnormals.
-    for (float x : {88.7f, 88.72f, 88.7228f, 88.73f, 89.0f, -87.0f, -87.4f, -100.0f, -103.0f, -103.9f, -104.0f, -110.0f}) {
+    for (float x :
+         {88.7f, 88.72f, 88.7228f, 88.73f, 89.0f, -87.0f, -87.4f, -100.0f, -103.0f, -103.9f, -104.0f, -110.0f}) {
         INFO("x = " << x);
         CHECK(ulps_apart(exp_float(x), reference(x)) <= 1);
     }

@@ -1,4 +1,4 @@
-// Factories (core/factory.cpp): values and dtypes as PyTorch makes them,
+// Factories (core/tensor/factory.cpp): values and dtypes as PyTorch makes them,
 // nested literals, options, and errors.
 #include <catch2/catch.hpp>
 
@@ -35,7 +35,8 @@ TEST_CASE("arange and eye match PyTorch", "[factory]") {
 }
 
 TEST_CASE("tensor() reads nested braces and infers PyTorch's dtypes", "[factory]") {
-    require_equal(tensor({{{1.5, 2.0}, {3.0, 4.0}}, {{5.0, 6.0}, {7.0, 8.25}}}), fixtures("factory").tensor("tensor.nested"));
+    require_equal(tensor({{{1.5, 2.0}, {3.0, 4.0}}, {{5.0, 6.0}, {7.0, 8.25}}}),
+                  fixtures("factory").tensor("tensor.nested"));
     require_equal(tensor({0.1, 1e-8, 3.4e38}), fixtures("factory").tensor("tensor.double_literal"));
     CHECK(tensor({1, 2}).dtype() == kInt64);
     CHECK(tensor({1.0f}).dtype() == kFloat32);
@@ -45,7 +46,8 @@ TEST_CASE("tensor() reads nested braces and infers PyTorch's dtypes", "[factory]
     CHECK(tensor({{1, 2}, {3, 4}}).shape() == Shape{2, 2});
     CHECK_THROWS_AS(tensor({{1, 2}, {3}}), ShapeError);
     CHECK_THROWS_WITH(tensor({{1, 2}, {3}}), Catch::Contains("[tensor]") && Catch::Contains("ragged"));
-    require_equal(from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}), tensor({{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}}));
+    require_equal(from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}),
+                  tensor({{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}}));
     CHECK_THROWS_AS(from_vector(std::vector<float>{1, 2, 3}, {2, 2}), ShapeError);
 }
 

@@ -12,8 +12,13 @@ using namespace ember::testing;
 namespace {
 
 nn::GPTConfig tiny(double dropout, bool batched) {
-    return nn::GPTConfig{.vocab_size = 20, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 2,
-                         .dropout = dropout, .batched_attention = batched};
+    return nn::GPTConfig{.vocab_size = 20,
+                         .block_size = 8,
+                         .n_embd = 16,
+                         .n_head = 2,
+                         .n_layer = 2,
+                         .dropout = dropout,
+                         .batched_attention = batched};
 }
 
 // The digest tests/fixtures/fx_gpt.py computes: sum of bits * (i * 2654435761 + 1) mod 2^64.
@@ -129,7 +134,8 @@ TEST_CASE("GPT rejects inputs it cannot take", "[gpt][errors]") {
     CHECK_THROWS_AS(model.generate(zeros({1, 1}, kInt64), 3, 1.0, 0), ValueError);
     CHECK_THROWS_AS(model.generate(zeros({1, 0}, kInt64), 3), ShapeError);
     CHECK_THROWS_AS(nn::Block(10, 3, 8, 0.0, /*batched=*/true), ValueError);
-    CHECK(nn::Block(10, 3, 8, 0.0).named_parameters().size() > 0); // the lecture's heads: 3 of size 3, projected back to 10
+    CHECK(nn::Block(10, 3, 8, 0.0).named_parameters().size() >
+          0); // the lecture's heads: 3 of size 3, projected back to 10
     CHECK_THROWS_AS(nn::Block(2, 3, 8, 0.0), ValueError);
     // generate crops long contexts to block_size instead of failing.
     CHECK(model.generate(zeros({1, 12}, kInt64), 2).shape() == Shape{1, 14});

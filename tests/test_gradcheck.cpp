@@ -1,4 +1,4 @@
-// gradcheck (core/gradcheck.cpp) must pass correct gradients and catch wrong
+// gradcheck (core/autograd/gradcheck.cpp) must pass correct gradients and catch wrong
 // ones: off by a factor of two, transposed, or missing a term.
 #include <catch2/catch.hpp>
 
@@ -59,9 +59,7 @@ TEST_CASE("gradcheck catches a gradient off by a factor of two", "[gradcheck]") 
                       Catch::Contains("input 1") && Catch::Contains("analytic") && Catch::Contains("numerical"));
 }
 
-TEST_CASE("gradcheck catches a transposed gradient", "[gradcheck]") {
-    CHECK_FALSE(check<Mistake::Transposed>());
-}
+TEST_CASE("gradcheck catches a transposed gradient", "[gradcheck]") { CHECK_FALSE(check<Mistake::Transposed>()); }
 
 TEST_CASE("gradcheck catches a missing term", "[gradcheck]") {
     CHECK_FALSE(check<Mistake::MissingTerm>());

@@ -1,5 +1,5 @@
 // cat, stack, chunk, split, tril, triu, index_select, embedding
-// (core/index.cpp, core/view.cpp) against PyTorch, with gradient checks.
+// (core/ops/index.cpp, core/tensor/view.cpp) against PyTorch, with gradient checks.
 #include <catch2/catch.hpp>
 
 #include "check.h"
@@ -24,6 +24,8 @@ TEST_CASE("joining, splitting and picking match PyTorch's values and gradients",
     Tensor idx = f.tensor("index_select.idx");
     Tensor tok = f.tensor("embedding.idx");
     using V = const std::vector<Tensor>&;
+    // One case per line (clang-format would split the lambdas that hold braces).
+    // clang-format off
     const std::vector<std::pair<std::string, OpFn>> cases = {
         {"cat.dim0", [](V in) { return cat({in[0], in[1]}, 0); }},
         {"cat.last", [](V in) { return cat({in[0], in[1], in[2]}, -1); }},
@@ -40,6 +42,7 @@ TEST_CASE("joining, splitting and picking match PyTorch's values and gradients",
         {"index_select.dim1", [idx](V in) { return in[0].index_select(1, idx); }},
         {"embedding", [tok](V in) { return embedding(tok, in[0]); }},
     };
+    // clang-format on
     for (const auto& [name, op] : cases) {
         DYNAMIC_SECTION(name) {
             check_case(f, name, op);
@@ -72,7 +75,8 @@ TEST_CASE("joining and picking reject bad arguments", "[index][errors]") {
     CHECK_THROWS_AS(stack({ones({2}), ones({3})}), ShapeError);
     CHECK_THROWS_AS(tril(ones({3})), ShapeError);
     CHECK_THROWS_AS(index_select(ones({3, 2}), 0, tensor({3})), IndexError);
-    CHECK_THROWS_WITH(index_select(ones({3, 2}), 0, tensor({-1})), Catch::Contains("[index_select]") && Catch::Contains("-1"));
+    CHECK_THROWS_WITH(index_select(ones({3, 2}), 0, tensor({-1})),
+                      Catch::Contains("[index_select]") && Catch::Contains("-1"));
     CHECK_THROWS_AS(index_select(ones({3, 2}), 0, tensor({0.0f})), DTypeError);
     CHECK_THROWS_WITH(embedding(tensor({5}), ones({5, 2})), Catch::Contains("[embedding]") && Catch::Contains("5"));
     CHECK_THROWS_AS(embedding(tensor({1.0f}), ones({5, 2})), DTypeError);

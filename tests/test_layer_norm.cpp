@@ -1,4 +1,4 @@
-// layer_norm (core/layer_norm.cpp): values and gradients of input, weight and
+// layer_norm (core/ops/layer_norm.cpp): values and gradients of input, weight and
 // bias against PyTorch, gradient checks, and errors.
 #include <catch2/catch.hpp>
 
@@ -11,6 +11,8 @@ namespace {
 
 const std::vector<OpCase>& cases() {
     using V = const std::vector<Tensor>&;
+    // One case per line (clang-format would split the lambdas that hold braces).
+    // clang-format off
     static const std::vector<OpCase> all = {
         {"affine", [](V in) { return layer_norm(in[0], {4}, in[1], in[2]); }},
         {"no_affine", [](V in) { return layer_norm(in[0], {5}); }},
@@ -23,6 +25,7 @@ const std::vector<OpCase>& cases() {
         {"transposed", [](V in) { return layer_norm(in[0].transpose(1, 2), {4}, in[1], in[2]); }},
         {"gpt_row", [](V in) { return layer_norm(in[0], {32}, in[1], in[2]); }},
     };
+    // clang-format on
     return all;
 }
 

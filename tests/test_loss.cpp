@@ -1,4 +1,4 @@
-// cross_entropy and dropout (core/loss.cpp): PyTorch's values and gradients,
+// cross_entropy and dropout (core/ops/cross_entropy.cpp): PyTorch's values and gradients,
 // gradient checks, ignore_index, and errors. (Dropout's masks are tested
 // against PyTorch's bits in test_random.cpp.)
 #include <catch2/catch.hpp>
@@ -42,7 +42,8 @@ TEST_CASE("cross_entropy rejects bad targets and shapes", "[loss][errors]") {
                       Catch::Contains("[cross_entropy]") && Catch::Contains("target 3") && Catch::Contains("(2,3)"));
     CHECK_THROWS_AS(cross_entropy(ones({2, 3}), tensor({0, -1})), IndexError);
     CHECK_THROWS_AS(cross_entropy(ones({2, 3}), tensor({0.0f, 1.0f})), DTypeError);
-    CHECK_THROWS_WITH(cross_entropy(ones({2, 3}), tensor({0, 1, 2})), Catch::Contains("(3)") && Catch::Contains("(2,3)"));
+    CHECK_THROWS_WITH(cross_entropy(ones({2, 3}), tensor({0, 1, 2})),
+                      Catch::Contains("(3)") && Catch::Contains("(2,3)"));
     CHECK_THROWS_AS(cross_entropy(ones({2, 3, 4}), tensor({0, 1})), ShapeError);
     CHECK_THROWS_AS(cross_entropy(ones({2, 3}, kInt64), tensor({0, 1})), DTypeError);
 }

@@ -1,17 +1,19 @@
-// matmul (core/matmul.cpp) and its kernels (core/gemm.cpp): PyTorch's values
+// matmul (core/ops/matmul.cpp) and its kernels (core/kernels/gemm.cpp): PyTorch's values
 // and gradients for every rank combination, the blocked kernel against the
 // plain reference on awkward shapes and layouts, thread-count independence,
 // and the errors.
 #include <catch2/catch.hpp>
 
 #include "check.h"
-#include "core/gemm.h"
-#include "core/gemm_packed.h"
+#include "core/kernels/dispatch.h"
+#include "core/kernels/gemm.h"
+#include "core/kernels/gemm_packed.h"
 
 #include <functional>
 
 using namespace ember;
 using namespace ember::testing;
+using namespace ember::internal;
 
 namespace {
 
@@ -87,14 +89,15 @@ struct Shape3 {
 // C 8 wide and a last panel 5 to 8 wide (the 8-column tile), 1 to 4 wide
 // (the thin-edge kernel: 19, 65, 17, 1, 2, 3), and B more than 8 wide when
 // the direct driver copies a transposed B in 8x8 blocks.
-const std::vector<Shape3> kAwkwardShapes = {
-    {1, 1, 1},    {1, 7, 1},     {7, 1, 5},     {13, 17, 19}, {64, 64, 64}, {65, 65, 65}, {97, 300, 31},
-    {257, 31, 300}, {3, 513, 2}, {300, 2, 1},   {6, 256, 16}, {7, 257, 17}, {1, 600, 700}, {700, 600, 1},
-    {200, 9000, 3}, {8, 8, 8},   {9, 20, 8},    {17, 33, 70}, {30, 41, 22}};
+const std::vector<Shape3> kAwkwardShapes = {{1, 1, 1},    {1, 7, 1},     {7, 1, 5},      {13, 17, 19},  {64, 64, 64},
+                                            {65, 65, 65}, {97, 300, 31}, {257, 31, 300}, {3, 513, 2},   {300, 2, 1},
+                                            {6, 256, 16}, {7, 257, 17},  {1, 600, 700},  {700, 600, 1}, {200, 9000, 3},
+                                            {8, 8, 8},    {9, 20, 8},    {17, 33, 70},   {30, 41, 22}};
 
 // Runs gemm and gemm_reference on every layout (A and B transposed or not,
 // read in place) and both accumulate modes; `check` compares the results.
-void compare_with_reference(const std::function<void(const std::vector<float>&, const std::vector<float>&, int64_t)>& check) {
+void compare_with_reference(
+    const std::function<void(const std::vector<float>&, const std::vector<float>&, int64_t)>& check) {
     for (const Shape3& s : kAwkwardShapes) {
         for (int layout = 0; layout < 4; ++layout) {
             bool ta = layout & 1, tb = layout & 2;
@@ -118,14 +121,13 @@ void compare_with_reference(const std::function<void(const std::vector<float>&, 
 TEST_CASE("the portable gemm equals the reference kernel bit for bit", "[matmul][gemm]") {
     // It sums each element in increasing k from its start value, rounding
     // after every multiply and add, exactly like the reference loop.
-    set_gemm_kernel(GemmKernel::Portable);
+    ReferenceKernelsGuard reference;
     compare_with_reference([](const auto& c, const auto& ref, int64_t) { REQUIRE(c == ref); });
-    set_gemm_kernel(GemmKernel::Auto);
 }
 
 TEST_CASE("the AVX2 gemm agrees with the reference within rounding error", "[matmul][gemm]") {
     if (!gemm_uses_avx2()) {
-        WARN("this CPU has no AVX2/FMA: the AVX2 kernel is not used here");
+        WARN("skipped: the AVX2 kernel does not run here (no AVX2/FMA, or a reference build)");
         return;
     }
     // The kernel fuses each multiply-add, so each of the k steps can differ
@@ -142,7 +144,7 @@ TEST_CASE("the AVX2 gemm agrees with the reference within rounding error", "[mat
 
 TEST_CASE("the AVX2 direct and packed kernels give identical bits", "[matmul][gemm]") {
     if (!gemm_uses_avx2()) {
-        WARN("this CPU has no AVX2/FMA: the AVX2 kernels are not used here");
+        WARN("skipped: the AVX2 kernels do not run here (no AVX2/FMA, or a reference build)");
         return;
     }
     // gemm picks the direct kernel for small products and packing for large
@@ -157,8 +159,8 @@ TEST_CASE("the AVX2 direct and packed kernels give identical bits", "[matmul][ge
                 MatrixRef<const float> mb{b.data(), s.k, s.n, tb ? 1 : s.n, tb ? s.k : 1};
                 for (bool accumulate : {false, true}) {
                     std::vector<float> direct(s.m * s.n, 0.25f), packed(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
-                    detail::gemm_direct_avx2(ma, mb, MatrixRef<float>{direct.data(), s.m, s.n, s.n, 1}, accumulate);
-                    detail::gemm_packed_avx2(ma, mb, MatrixRef<float>{packed.data(), s.m, s.n, s.n, 1}, accumulate);
+                    gemm_direct_avx2(ma, mb, MatrixRef<float>{direct.data(), s.m, s.n, s.n, 1}, accumulate);
+                    gemm_packed_avx2(ma, mb, MatrixRef<float>{packed.data(), s.m, s.n, s.n, 1}, accumulate);
                     REQUIRE(direct == packed);
                     // C stored transposed (column stride m): gemm must take the packed path.
                     gemm(ma, mb, MatrixRef<float>{strided.data(), s.m, s.n, 1, s.m}, accumulate);

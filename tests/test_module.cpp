@@ -90,8 +90,8 @@ TEST_CASE("train() and eval() reach every submodule", "[module]") {
 
 TEST_CASE("apply visits children before parents, in registration order", "[module]") {
     nn::Sequential seq({std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::ReLU>(),
-                        std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-                            std::make_shared<nn::Dropout>(0.1)})});
+                        std::make_shared<nn::Sequential>(
+                            std::vector<std::shared_ptr<nn::Module>>{std::make_shared<nn::Dropout>(0.1)})});
     std::vector<std::string> order;
     seq.apply([&](nn::Module& m) { order.push_back(m.type_name()); });
     CHECK(order == std::vector<std::string>{"Linear", "ReLU", "Dropout", "Sequential", "Sequential"});

@@ -12,7 +12,8 @@ namespace {
 
 // Five steps of `make(params)` on the fixture's least-squares problem;
 // compares the final weight and bias with PyTorch's.
-void check_steps(const std::string& name, const std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>& make) {
+void check_steps(const std::string& name,
+                 const std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>& make) {
     const Fixtures& f = fixtures("gpt");
     nn::Linear lin(3, 2);
     {

@@ -1,4 +1,4 @@
-// Tests for the printer (core/print.cpp, core/print.h): ember's to_string of a
+// Tests for the printer (core/tensor/print.cpp, core/tensor/print.h): ember's to_string of a
 // tensor must equal PyTorch 1.13's repr() of it, character for character.
 //
 // The cases come from tests/fixtures/fx_print.py (print.txt): for each case
@@ -78,8 +78,8 @@ void apply_options(const std::string& text) {
         size_t eq = item.find('=');
         std::string key = item.substr(0, eq), value = item.substr(eq + 1);
         if (key == "precision") precision = std::stoll(value);
-        else if (key == "threshold") threshold = value == "inf" ? std::numeric_limits<double>::infinity()
-                                                                : std::stod(value);
+        else if (key == "threshold")
+            threshold = value == "inf" ? std::numeric_limits<double>::infinity() : std::stod(value);
         else if (key == "edgeitems") edgeitems = std::stoll(value);
         else if (key == "linewidth") linewidth = std::stoll(value);
         else if (key == "sci_mode") sci_mode = value == "True";
@@ -112,9 +112,9 @@ void check_group(const std::string& group) {
     REQUIRE(found > 0);
 }
 
-const std::vector<std::string> kGroups = {"seed", "zero_dim", "fixed", "rounding", "int_mode", "sci", "nonfinite",
-                                          "shapes", "int64", "bool", "empty", "summarize", "wrap", "views",
-                                          "autograd", "options"};
+const std::vector<std::string> kGroups = {"seed",      "zero_dim", "fixed",    "rounding", "int_mode", "sci",
+                                          "nonfinite", "shapes",   "int64",    "bool",     "empty",    "summarize",
+                                          "wrap",      "views",    "autograd", "options"};
 
 } // namespace
 

@@ -1,4 +1,4 @@
-// Reductions (core/reduce.cpp) against PyTorch: values, gradients, indices,
+// Reductions (core/ops/reduce.cpp) against PyTorch: values, gradients, indices,
 // ties, NaN, integer sums, determinism across thread counts, errors.
 #include <catch2/catch.hpp>
 
@@ -11,6 +11,8 @@ namespace {
 
 const std::vector<OpCase>& cases() {
     using V = const std::vector<Tensor>&;
+    // One case per line (clang-format would split the lambdas that hold braces).
+    // clang-format off
     static const std::vector<OpCase> all = {
         {"sum.all", [](V in) { return sum(in[0]); }},
         {"sum.dim0", [](V in) { return sum(in[0], 0); }},
@@ -36,6 +38,7 @@ const std::vector<OpCase>& cases() {
         {"topk.dim0", [](V in) { return in[0].topk(3, 0).values; }},
         {"topk.smallest", [](V in) { return topk(in[0], 2, -1, false).values; }},
     };
+    // clang-format on
     return all;
 }
 

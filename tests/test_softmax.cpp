@@ -1,4 +1,4 @@
-// softmax, log_softmax and scaled_masked_softmax (core/softmax.cpp) against
+// softmax, log_softmax and scaled_masked_softmax (core/ops/softmax.cpp) against
 // PyTorch, with gradient checks, stability for large logits, fully masked
 // rows, and the fused op's bits against the ops it fuses.
 #include <cmath>
@@ -36,7 +36,9 @@ const std::vector<OpCase>& cases() {
 
 } // namespace
 
-TEST_CASE("softmax and log_softmax match PyTorch's values and gradients", "[softmax]") { check_cases(fixtures("softmax"), cases()); }
+TEST_CASE("softmax and log_softmax match PyTorch's values and gradients", "[softmax]") {
+    check_cases(fixtures("softmax"), cases());
+}
 
 TEST_CASE("softmax and log_softmax pass the finite-difference gradient check", "[softmax][gradcheck]") {
     check_cases_gradients(fixtures("softmax"), cases());
@@ -68,8 +70,7 @@ TEST_CASE("scaled_masked_softmax has the bits of scale, masked_fill and softmax 
     // The lecture's mask; the same one sliced out of a larger buffer (rows
     // 2T apart); and a transposed one (each row starting 1 apart).
     Tensor big = tril(ones({2 * T, 2 * T})) == 0;
-    Tensor masks[] = {tril(ones({T, T})) == 0, big.index({Slice(0, T), Slice(0, T)}),
-                      (tril(ones({T, T})) == 0).t()};
+    Tensor masks[] = {tril(ones({T, T})) == 0, big.index({Slice(0, T), Slice(0, T)}), (tril(ones({T, T})) == 0).t()};
     for (const Tensor& causal : masks) {
         for (ScaleOp op : {ScaleOp::multiply, ScaleOp::divide}) {
             const double s = op == ScaleOp::multiply ? std::pow(8.0, -0.5) : std::pow(8.0, 0.5);
@@ -111,8 +112,9 @@ TEST_CASE("scaled_masked_softmax rejects bad masks, scales and dtypes", "[softma
     CHECK_THROWS_AS(scaled_masked_softmax(x, ones({3, 3}), 1.0), DTypeError);
     CHECK_THROWS_AS(scaled_masked_softmax(x, ones({4, 3}) == 0, 1.0), ShapeError);
     CHECK_THROWS_AS(scaled_masked_softmax(x, ones({5, 2, 3, 3}) == 0, 1.0), ShapeError); // wider than x
-    CHECK_THROWS_WITH(scaled_masked_softmax(x, ones({4, 3}) == 0, 1.0),
-                      Catch::Contains("[scaled_masked_softmax]") && Catch::Contains("(4,3)") && Catch::Contains("(2,3,3)"));
+    CHECK_THROWS_WITH(scaled_masked_softmax(x, ones({4, 3}) == 0, 1.0), Catch::Contains("[scaled_masked_softmax]") &&
+                                                                            Catch::Contains("(4,3)") &&
+                                                                            Catch::Contains("(2,3,3)"));
     CHECK_THROWS_AS(scaled_masked_softmax(x, Tensor(), 0.0), ValueError);
     CHECK_THROWS_AS(scaled_masked_softmax(x, Tensor(), -1.0), ValueError);
     CHECK_THROWS_AS(scaled_masked_softmax(x, Tensor(), INFINITY), ValueError);

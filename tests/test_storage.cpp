@@ -1,4 +1,4 @@
-// The buffer cache behind Storage (core/storage.cpp): released buffers come
+// The buffer cache behind Storage (core/tensor/storage.cpp): released buffers come
 // back for a request of the same size class (whole pages from 256 KiB, four
 // classes per doubling below), and the cache never holds the process above
 // the most memory its tensors ever used at once.
@@ -116,7 +116,7 @@ TEST_CASE("fresh memory first releases the oldest kept buffers, down to the high
 TEST_CASE("under any pattern of sizes, live plus kept memory stays within the peak", "[storage]") {
     empty_cache();
     std::mt19937 rng(7);
-    std::uniform_int_distribution<size_t> pages(64, 4096); // 256 KiB to 16 MiB
+    std::uniform_int_distribution<size_t> pages(64, 4096);  // 256 KiB to 16 MiB
     std::uniform_int_distribution<size_t> bytes(4, 200000); // small classes
     std::vector<Tensor> live;
     size_t hits = memory_stats().hits;

@@ -67,7 +67,8 @@ std::string xml_problem(const std::string& xml) {
         const std::string name = tag.substr(closing, tag.find_first_of(" \n/", closing) - closing);
         if (name.empty() || !std::isalpha(static_cast<unsigned char>(name[0]))) return "bad tag name <" + tag + ">";
         if (closing) {
-            if (open.empty() || open.back() != name) return "</" + name + "> closes " + (open.empty() ? "nothing" : "<" + open.back() + ">");
+            if (open.empty() || open.back() != name)
+                return "</" + name + "> closes " + (open.empty() ? "nothing" : "<" + open.back() + ">");
             open.pop_back();
         } else {
             if (open.empty()) {
@@ -145,7 +146,8 @@ struct Box {
 
 Box plot_area(const std::string& svg) {
     const auto rects = tags(svg, "rect");
-    const auto it = std::find_if(rects.begin(), rects.end(), [](const std::string& t) { return attr(t, "class") == "plot-area"; });
+    const auto it =
+        std::find_if(rects.begin(), rects.end(), [](const std::string& t) { return attr(t, "class") == "plot-area"; });
     REQUIRE(it != rects.end());
     const double x = num_attr(*it, "x"), y = num_attr(*it, "y");
     return {x, y, x + num_attr(*it, "width"), y + num_attr(*it, "height")};
@@ -166,8 +168,8 @@ double tick_value(const std::string& label) {
 }
 
 struct Axis {
-    std::vector<double> values;  // the tick labels' values
-    std::vector<double> pixels;  // where each tick sits (x for the x axis, y for the y axis)
+    std::vector<double> values; // the tick labels' values
+    std::vector<double> pixels; // where each tick sits (x for the x axis, y for the y axis)
 };
 
 Axis axis(const std::string& svg, const std::string& cls, const char* coordinate) {
@@ -212,7 +214,8 @@ double luminance(const std::string& colour) {
 
 std::vector<double> synthetic_losses(size_t n) {
     std::vector<double> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = 1.5 + 2.7 * std::exp(-static_cast<double>(i) / 300.0) + 0.1 * std::sin(i * 1.7);
+    for (size_t i = 0; i < n; ++i)
+        v[i] = 1.5 + 2.7 * std::exp(-static_cast<double>(i) / 300.0) + 0.1 * std::sin(i * 1.7);
     return v;
 }
 
@@ -225,8 +228,7 @@ std::string read_file(const std::filesystem::path& p) {
 struct TempDir {
     std::filesystem::path path;
     TempDir() {
-        path = std::filesystem::temp_directory_path() /
-               ("ember_test_svg_" + std::to_string(std::random_device{}()));
+        path = std::filesystem::temp_directory_path() / ("ember_test_svg_" + std::to_string(std::random_device{}()));
         std::filesystem::create_directories(path);
     }
     ~TempDir() {
@@ -255,7 +257,7 @@ Maps causal_maps(size_t layers, size_t heads, size_t T) {
     return maps;
 }
 
-}  // namespace
+} // namespace
 
 // ---- the loss curve -----------------------------------------------------------
 
@@ -294,7 +296,7 @@ TEST_CASE("loss curve: ticks are nice, cover the data and sit on a linear scale"
         const char* name;
         std::vector<double> steps;
         std::vector<EvalPoint> evals;
-        double xlo, xhi, ylo, yhi;  // the data's extent
+        double xlo, xhi, ylo, yhi; // the data's extent
     };
     const std::vector<Case> cases = {
         {"typical run", synthetic_losses(2001), {{0, 4.3, 4.3}, {2000, 1.5, 1.7}}, 0, 2000, 1.4, 4.3},
@@ -320,7 +322,7 @@ TEST_CASE("loss curve: ticks are nice, cover the data and sit on a linear scale"
             // Every tick and every point lies inside the plot.
             const Box box = plot_area(svg);
             for (double px : x.pixels) CHECK((px >= box.left && px <= box.right));
-            for (double py : y.pixels) CHECK((py >= box.top - 5 && py <= box.bottom + 5));  // label baselines
+            for (double py : y.pixels) CHECK((py >= box.top - 5 && py <= box.bottom + 5)); // label baselines
             for (const char* cls : {"step-loss", "eval-train", "eval-val"}) {
                 for (const Pt& p : polyline_points(svg, cls)) CHECK(box.holds(p));
             }
@@ -386,7 +388,8 @@ TEST_CASE("loss curve: the reference line is dashed, labelled and in range", "[s
     const std::string svg = train::loss_curve_svg({3.0, 2.5, 2.0}, {}, "below the reference", ref, "ln(65)");
     CHECK(xml_problem(svg).empty());
     const auto lines = tags(svg, "line");
-    const auto it = std::find_if(lines.begin(), lines.end(), [](const std::string& t) { return attr(t, "class") == "reference"; });
+    const auto it =
+        std::find_if(lines.begin(), lines.end(), [](const std::string& t) { return attr(t, "class") == "reference"; });
     REQUIRE(it != lines.end());
     CHECK_FALSE(attr(*it, "stroke-dasharray").empty());
     CHECK(num_attr(*it, "y1") == num_attr(*it, "y2"));
@@ -401,7 +404,7 @@ TEST_CASE("loss curve: the reference line is dashed, labelled and in range", "[s
 
 TEST_CASE("loss curve: a long run is thinned without losing its extremes", "[svg][loss]") {
     std::vector<double> steps = synthetic_losses(200000);
-    steps[123457] = 9.0;  // one spike must survive thinning
+    steps[123457] = 9.0; // one spike must survive thinning
     const std::string svg = train::loss_curve_svg(steps, {}, "200k steps");
     CHECK(xml_problem(svg).empty());
     CHECK(svg.size() < 400000);
@@ -421,7 +424,8 @@ TEST_CASE("loss curve: a long run is thinned without losing its extremes", "[svg
 TEST_CASE("attention map: layers x heads heatmaps of T*T cells", "[svg][attention]") {
     const std::string prompt = "ROMEO:\nI love thee.";
     const size_t T = prompt.size(), layers = 2, heads = 4;
-    const std::string svg = train::attention_svg(prompt, causal_maps(layers, heads, T), "attention <after> training & more");
+    const std::string svg =
+        train::attention_svg(prompt, causal_maps(layers, heads, T), "attention <after> training & more");
     INFO(xml_problem(svg));
     CHECK(xml_problem(svg).empty());
     CHECK(svg.find("attention &lt;after&gt; training &amp; more") != std::string::npos);
@@ -443,8 +447,9 @@ TEST_CASE("attention map: layers x heads heatmaps of T*T cells", "[svg][attentio
     const auto keys = groups(svg, "key-labels"), queries = groups(svg, "query-labels");
     REQUIRE(keys.size() == layers * heads);
     REQUIRE(queries.size() == layers * heads);
-    const std::vector<std::string> expected = {"R", "O", "M", "E", "O", ":", "\xE2\x8F\x8E", "I", "\xE2\x90\xA3", "l",
-                                               "o", "v", "e", "\xE2\x90\xA3", "t", "h", "e", "e", "."};
+    const std::vector<std::string> expected = {
+        "R", "O", "M", "E", "O", ":", "\xE2\x8F\x8E", "I", "\xE2\x90\xA3", "l", "o", "v", "e", "\xE2\x90\xA3",
+        "t", "h", "e", "e", "."};
     CHECK(texts(keys[0]) == expected);
     CHECK(texts(queries[5]) == expected);
 
@@ -479,7 +484,7 @@ TEST_CASE("attention map: weight 0 is white, 1 the darkest colour, darker with w
         CHECK(lum <= previous);
         previous = lum;
     }
-    CHECK(luminance(attr(rects.back(), "fill")) < 0.25);  // 1 is truly dark
+    CHECK(luminance(attr(rects.back(), "fill")) < 0.25); // 1 is truly dark
     CHECK(luminance(attr(rects[T * T / 2], "fill")) > luminance(attr(rects.back(), "fill")) + 0.2);
 
     // Out-of-range weights are clamped to the ends of the scale.
@@ -496,12 +501,14 @@ TEST_CASE("attention map: labels escape XML and show whitespace", "[svg][attenti
     const std::string svg = train::attention_svg(prompt, causal_maps(1, 2, T), "specials");
     INFO(xml_problem(svg));
     CHECK(xml_problem(svg).empty());
-    const std::vector<std::string> expected = {"&lt;", "&amp;", "&quot;", "&apos;", "&gt;", "\xE2\x90\xA3", "\xE2\x86\x92",
-                                               "\xE2\x8F\x8E", "\xEF\xBF\xBD", "\xEF\xBF\xBD", "\xEF\xBF\xBD"};
+    const std::vector<std::string> expected = {"&lt;",         "&amp;",        "&quot;",       "&apos;",
+                                               "&gt;",         "\xE2\x90\xA3", "\xE2\x86\x92", "\xE2\x8F\x8E",
+                                               "\xEF\xBF\xBD", "\xEF\xBF\xBD", "\xEF\xBF\xBD"};
     for (const std::string& g : groups(svg, "key-labels")) CHECK(texts(g) == expected);
     for (const std::string& g : groups(svg, "query-labels")) CHECK(texts(g) == expected);
     // A title with a broken UTF-8 byte and a control character still gives valid UTF-8.
-    const std::string broken = train::attention_svg("ab", {{std::vector<float>(4, 0.5f)}}, "bad \xFF byte \x02 caf\xC3\xA9");
+    const std::string broken =
+        train::attention_svg("ab", {{std::vector<float>(4, 0.5f)}}, "bad \xFF byte \x02 caf\xC3\xA9");
     CHECK(xml_problem(broken).empty());
     CHECK(broken.find("bad \xEF\xBF\xBD byte \xEF\xBF\xBD caf\xC3\xA9") != std::string::npos);
 }
@@ -545,7 +552,8 @@ TEST_CASE("attention map: bad arguments throw invalid_argument naming the sizes"
     CHECK_THROWS_AS(train::attention_svg("abc", wrong, "t"), std::invalid_argument);
     CHECK_THROWS_WITH(train::attention_svg("abc", wrong, "t"),
                       Contains("maps[1][0] has 8 weights") && Contains("T*T = 9") && Contains("T = 3"));
-    CHECK_THROWS_WITH(train::attention_svg("abcd", ok, "t"), Contains("maps[0][0] has 9 weights") && Contains("T*T = 16"));
+    CHECK_THROWS_WITH(train::attention_svg("abcd", ok, "t"),
+                      Contains("maps[0][0] has 9 weights") && Contains("T*T = 16"));
 }
 
 // ---- writing files --------------------------------------------------------------
@@ -580,15 +588,16 @@ TEST_CASE("write_ functions throw runtime_error naming the path, leaving the old
         const std::string path = (dir.path / "loss.svg").string();
         train::write_loss_curve_svg(path, {1.0, 0.5}, {}, "old");
         const std::string old = read_file(path);
-        std::filesystem::create_directory(path + ".tmp");  // a directory where the .tmp file would go
+        std::filesystem::create_directory(path + ".tmp"); // a directory where the .tmp file would go
         CHECK_THROWS_WITH(train::write_loss_curve_svg(path, {2.0}, {}, "new"), Contains(path));
         CHECK(read_file(path) == old);
     }
     SECTION("the rename fails (the path is a directory): no .tmp is left") {
         const std::string path = (dir.path / "taken").string();
         std::filesystem::create_directory(path);
-        std::ofstream(dir.path / "taken" / "keep") << "x";  // a non-empty directory cannot be replaced
-        CHECK_THROWS_AS(train::write_attention_svg(path, "ab", {{std::vector<float>(4, 0.5f)}}, "t"), std::runtime_error);
+        std::ofstream(dir.path / "taken" / "keep") << "x"; // a non-empty directory cannot be replaced
+        CHECK_THROWS_AS(train::write_attention_svg(path, "ab", {{std::vector<float>(4, 0.5f)}}, "t"),
+                        std::runtime_error);
         CHECK_THROWS_WITH(train::write_attention_svg(path, "ab", {{std::vector<float>(4, 0.5f)}}, "t"), Contains(path));
         CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
         CHECK(std::filesystem::is_directory(path));

@@ -1,15 +1,17 @@
-// The Tensor handle (core/tensor.h, core/tensor.cpp): metadata, element
+// The Tensor handle (core/tensor/tensor.h, core/tensor/tensor.cpp): metadata, element
 // access, handle semantics, copies and in-place writes.
 #include <catch2/catch.hpp>
 
 #include "check.h"
-#include "core/iter.h"
-#include "core/shape.h"
+#include "core/kernels/iter.h"
+#include "core/tensor/shape.h"
 
 #include <array>
 
 using namespace ember;
 using namespace ember::testing;
+using ember::internal::for_each_run;
+using ember::internal::StridedLayout;
 
 TEST_CASE("a tensor knows its shape, strides, dtype and size", "[tensor]") {
     Tensor x = zeros({2, 3, 4}, kFloat64);
@@ -111,7 +113,7 @@ TEST_CASE("threads can be set and the setting is checked", "[tensor][parallel]")
 }
 
 TEST_CASE("for_each_run visits each element once, in row-major order, from any start", "[tensor][iter]") {
-    // Every kernel walks its operands with for_each_run (core/iter.h), each
+    // Every kernel walks its operands with for_each_run (core/kernels/iter.h), each
     // thread from its own start. Expanding the runs it reports must give, for
     // every linear index in [begin, end), the offsets that index's
     // multi-index has in each operand: the definition of strides.
@@ -119,12 +121,12 @@ TEST_CASE("for_each_run visits each element once, in row-major order, from any s
         Shape shape, out_strides, in_strides;
     };
     const std::vector<Layout> layouts = {
-        {{3, 4, 5}, {20, 5, 1}, {1, 3, 12}},               // a transposed input
-        {{2, 8, 4, 8}, {256, 32, 8, 1}, {256, 8, 64, 1}},  // attention's head merge
-        {{2, 1, 3, 4}, {12, 12, 4, 1}, {0, 0, 4, 1}},      // broadcast leading dims
-        {{5, 6}, {6, 1}, {6, 1}},                          // contiguous: one run
-        {{4, 3, 2}, {6, 2, 1}, {1, 8, 4}},                 // no dim merges
-        {{7}, {1}, {2}},                                   // 1-D, strided
+        {{3, 4, 5}, {20, 5, 1}, {1, 3, 12}},              // a transposed input
+        {{2, 8, 4, 8}, {256, 32, 8, 1}, {256, 8, 64, 1}}, // attention's head merge
+        {{2, 1, 3, 4}, {12, 12, 4, 1}, {0, 0, 4, 1}},     // broadcast leading dims
+        {{5, 6}, {6, 1}, {6, 1}},                         // contiguous: one run
+        {{4, 3, 2}, {6, 2, 1}, {1, 8, 4}},                // no dim merges
+        {{7}, {1}, {2}},                                  // 1-D, strided
     };
     uint32_t seed = 7;
     for (const Layout& l : layouts) {

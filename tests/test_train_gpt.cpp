@@ -76,7 +76,8 @@ TEST_CASE("train_gpt's first 10 losses match its PyTorch twin's", "[train_gpt]")
     for (const char* preset : {"default", "bigram", "blocks", "layernorm"}) {
         DYNAMIC_SECTION(preset) {
             std::string dir = scratch_dir(preset);
-            CommandResult r = run(std::string("--preset ") + preset + " --max-iters 10 --sample-tokens 20 --out " + dir);
+            CommandResult r =
+                run(std::string("--preset ") + preset + " --max-iters 10 --sample-tokens 20 --out " + dir);
             INFO(r.out);
             REQUIRE(r.status == 0);
             // Losses are printed with 6 decimals; PyTorch's kernels round differently in the last bits.
@@ -100,7 +101,8 @@ TEST_CASE("train_gpt's first 10 losses match its PyTorch twin's", "[train_gpt]")
             } else {
                 std::string svg = read_file(dir + "/attention.svg");
                 int titles = 0;
-                for (size_t at = svg.find(", head "); at != std::string::npos; at = svg.find(", head ", at + 1)) ++titles;
+                for (size_t at = svg.find(", head "); at != std::string::npos; at = svg.find(", head ", at + 1))
+                    ++titles;
                 CHECK(titles == 12);
                 CHECK(r.out.find(dir + "/attention.svg") != std::string::npos);
             }
@@ -111,9 +113,12 @@ TEST_CASE("train_gpt's first 10 losses match its PyTorch twin's", "[train_gpt]")
 
 TEST_CASE("a resumed run continues exactly as an uninterrupted one", "[train_gpt]") {
     std::string whole = scratch_dir("whole"), parts = scratch_dir("parts");
-    REQUIRE(run("--preset blocks --max-iters 12 --eval-interval 5 --eval-iters 4 --sample-tokens 40 --out " + whole).status == 0);
-    REQUIRE(run("--preset blocks --max-iters 7 --eval-interval 5 --eval-iters 4 --sample-tokens 40 --out " + parts).status == 0);
-    CommandResult resumed = run("--resume " + parts + "/train_gpt.safetensors --max-iters 12 --sample-tokens 40 --out " + parts);
+    REQUIRE(run("--preset blocks --max-iters 12 --eval-interval 5 --eval-iters 4 --sample-tokens 40 --out " + whole)
+                .status == 0);
+    REQUIRE(run("--preset blocks --max-iters 7 --eval-interval 5 --eval-iters 4 --sample-tokens 40 --out " + parts)
+                .status == 0);
+    CommandResult resumed =
+        run("--resume " + parts + "/train_gpt.safetensors --max-iters 12 --sample-tokens 40 --out " + parts);
     INFO(resumed.out);
     REQUIRE(resumed.status == 0);
     CHECK(read_file(parts + "/losses.csv") == read_file(whole + "/losses.csv"));

@@ -101,7 +101,12 @@ TEST_CASE("the baseline cannot see other positions", "[train_tasks]") {
     manual_seed(0);
     NoAttentionLM mlp(kTaskVocab, 8, 16, 2);
     manual_seed(0);
-    nn::GPT gpt({.vocab_size = kTaskVocab, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 2, .dropout = 0.0,
+    nn::GPT gpt({.vocab_size = kTaskVocab,
+                 .block_size = 8,
+                 .n_embd = 16,
+                 .n_head = 2,
+                 .n_layer = 2,
+                 .dropout = 0.0,
                  .batched_attention = true});
     Tensor a = from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}, {1, 8});
     Tensor b = from_vector(std::vector<int64_t>{9, 2, 3, 4, 5, 6, 7, 8}, {1, 8});
@@ -159,16 +164,11 @@ TEST_CASE("train_tasks learns to copy in a short run and the baseline does not",
 
 TEST_CASE("train_tasks rejects bad flags with status 2 and says why", "[train_tasks]") {
     const std::vector<std::pair<std::string, std::string>> cases = {
-        {"--task shuffle", "unknown task 'shuffle'"},
-        {"--steps abc", "--steps expects an integer, got 'abc'"},
-        {"--steps 0", "--steps must be between 1 and"},
-        {"--length 40", "--length must be between 2 and 18"},
-        {"--lr -1", "--lr expects a positive number"},
-        {"--bogus 3", "unknown flag --bogus"},
-        {"--steps", "--steps needs a value"},
-        {"--n-embd 30 --n-head 4", "must be divisible by --n-head"},
-        {"extra", "unexpected argument 'extra'"},
-        {"--length 2 --eval-size 2000", "leaving too few to train on"},
+        {"--task shuffle", "unknown task 'shuffle'"},   {"--steps abc", "--steps expects an integer, got 'abc'"},
+        {"--steps 0", "--steps must be between 1 and"}, {"--length 40", "--length must be between 2 and 18"},
+        {"--lr -1", "--lr expects a positive number"},  {"--bogus 3", "unknown flag --bogus"},
+        {"--steps", "--steps needs a value"},           {"--n-embd 30 --n-head 4", "must be divisible by --n-head"},
+        {"extra", "unexpected argument 'extra'"},       {"--length 2 --eval-size 2000", "leaving too few to train on"},
     };
     for (const auto& [args, message] : cases) {
         DYNAMIC_SECTION(args) {

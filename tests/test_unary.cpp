@@ -1,4 +1,4 @@
-// Unary functions (core/unary.cpp): values and gradients against PyTorch,
+// Unary functions (core/ops/unary.cpp): values and gradients against PyTorch,
 // gradient checks, special values (inf, nan, -0.0) and dtype rules.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// Views (core/view.cpp): shared storage, strides, PyTorch's view/reshape
+// Views (core/tensor/view.cpp): shared storage, strides, PyTorch's view/reshape
 // rules, negative dims, indexing, and gradients through every view.
 #include <catch2/catch.hpp>
 
@@ -69,6 +69,8 @@ TEST_CASE("view refuses what its strides forbid; reshape copies instead", "[view
 
 TEST_CASE("gradients flow back through every view as in PyTorch", "[views]") {
     using V = const std::vector<Tensor>&;
+    // One case per line (clang-format would split the lambdas that hold braces).
+    // clang-format off
     const std::vector<std::pair<std::string, OpFn>> cases = {
         {"view", [](V in) { return in[0].view({3, 4}) * arange(12.0).view({3, 4}); }},
         {"reshape.copy", [](V in) { return in[0].t().reshape({-1}) * arange(12.0); }},
@@ -82,6 +84,7 @@ TEST_CASE("gradients flow back through every view as in PyTorch", "[views]") {
         {"flatten", [](V in) { return in[0].flatten(1) * arange(12.0); }},
         {"head_split", [](V in) { return in[0].view({2, 3, 2, 2}).transpose(1, 2).contiguous().view({2, 2, 6}) * 1.5; }},
     };
+    // clang-format on
     for (const auto& [name, op] : cases) {
         DYNAMIC_SECTION(name) {
             check_case(fixtures("views"), name, op);

@@ -1,13 +1,13 @@
 // The autograd engine and the Tensor methods that drive it. See autograd.h
 // for the design; docs/autograd.md for the derivation and a worked example.
-#include "autograd.h"
+#include "core/autograd/autograd.h"
 
 #include <atomic>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ops.h"
+#include "core/ops/ops.h"
 
 namespace ember {
 
@@ -95,8 +95,9 @@ const Tensor& SavedTensor::get() const {
     if (data_.defined() && data_.storage()->version() != version_)
         fail<AutogradError>("backward", "a tensor of shape ", data_.shape(),
                             " saved for backward was modified by an in-place operation since "
-                            "(its version is ", data_.storage()->version(), ", it was saved at version ",
-                            version_, "); use the out-of-place form of that operation");
+                            "(its version is ",
+                            data_.storage()->version(), ", it was saved at version ", version_,
+                            "); use the out-of-place form of that operation");
     return data_;
 }
 
@@ -156,8 +157,7 @@ void check_inplace(const Tensor& self, const char* op, bool result_needs_grad) {
                             "use the out-of-place form");
 }
 
-void attach_inplace(const Tensor& self, std::string name, const std::vector<Tensor>& inputs,
-                    BackwardFn backward) {
+void attach_inplace(const Tensor& self, std::string name, const std::vector<Tensor>& inputs, BackwardFn backward) {
     // Build the node first: its edges read self's old history.
     auto node = std::make_shared<FunctionNode>(std::move(name), inputs, std::move(backward));
     TensorImpl* impl = self.impl();
@@ -195,13 +195,13 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     Tensor dout = gradient;
     if (!dout.defined()) {
         if (root.numel() != 1)
-            fail<AutogradError>("backward", "grad can be implicitly created only for a scalar output, "
-                                            "but the output has shape ",
+            fail<AutogradError>("backward",
+                                "grad can be implicitly created only for a scalar output, "
+                                "but the output has shape ",
                                 root.shape(), "; pass a gradient of that shape");
         dout = ones_like(root);
     } else if (dout.shape() != root.shape()) {
-        fail<ShapeError>("backward", "gradient has shape ", dout.shape(), " but the output has shape ",
-                         root.shape());
+        fail<ShapeError>("backward", "gradient has shape ", dout.shape(), " but the output has shape ", root.shape());
     } else if (dout.dtype() != root.dtype()) {
         dout = dout.to(root.dtype());
     }
@@ -255,8 +255,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
 
         const auto& next = node->next_functions();
         if (!grads.empty() && grads.size() != next.size())
-            fail<AutogradError>("backward", node->name(), " returned ", grads.size(), " gradients for ",
-                                next.size(), " inputs");
+            fail<AutogradError>("backward", node->name(), " returned ", grads.size(), " gradients for ", next.size(),
+                                " inputs");
         for (size_t i = 0; i < next.size(); ++i) {
             Node* child = next[i].get();
             if (!child) continue;
@@ -294,22 +294,20 @@ void Tensor::set_grad(const Tensor& grad) const {
     if (grad.defined() && grad.shape() != shape())
         fail<ShapeError>("set_grad", "gradient has shape ", grad.shape(), " but the tensor has shape ", shape());
     if (grad.defined() && grad.dtype() != dtype())
-        fail<DTypeError>("set_grad", "gradient is ", dtype_name(grad.dtype()), " but the tensor is ", dtype_name(dtype()));
+        fail<DTypeError>("set_grad", "gradient is ", dtype_name(grad.dtype()), " but the tensor is ",
+                         dtype_name(dtype()));
     impl()->grad = grad.defined() ? grad.impl_ptr() : nullptr;
 }
 
 void Tensor::zero_grad() const { impl()->grad = nullptr; }
 
 void Tensor::retain_grad() const {
-    if (!requires_grad())
-        fail<AutogradError>("retain_grad", "tensor of shape ", shape(), " does not require grad");
+    if (!requires_grad()) fail<AutogradError>("retain_grad", "tensor of shape ", shape(), " does not require grad");
     if (is_leaf()) return; // leaves keep their gradient anyway
     grad_fn()->retained_output = impl_ptr();
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-    run_backward(*this, gradient, retain_graph);
-}
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const { run_backward(*this, gradient, retain_graph); }
 
 Tensor Tensor::detach() const {
     const TensorImpl& self = checked();

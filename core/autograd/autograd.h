@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace ember {
 
@@ -153,8 +153,7 @@ void attach(const Tensor& out, std::string name, const std::vector<Tensor>& inpu
 // requires grad; a view whose history would have to change); attach_inplace
 // then makes `self`'s new history a node whose first input is `self`'s old one.
 void check_inplace(const Tensor& self, const char* op, bool result_needs_grad);
-void attach_inplace(const Tensor& self, std::string name, const std::vector<Tensor>& inputs,
-                    BackwardFn backward);
+void attach_inplace(const Tensor& self, std::string name, const std::vector<Tensor>& inputs, BackwardFn backward);
 
 // For an in-place op that overwrites every value of `self` with values that
 // do not depend on anything in the graph (fill_, zero_, normal_, ...): in the

@@ -28,7 +28,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd.h"
+#include "core/autograd/autograd.h"
 
 namespace ember {
 
@@ -69,7 +69,7 @@ private:
     bool released_ = false;
 };
 
-namespace detail {
+namespace internal {
 
 // The node a custom function records: it calls Derived::backward and maps the
 // gradients of the tensor arguments to the node's inputs.
@@ -88,8 +88,9 @@ public:
     Grads apply(const Tensor& dout) override {
         std::vector<Tensor> grads = Derived::backward(ctx_.get(), dout);
         if (grads.size() != num_args_)
-            fail<AutogradError>("backward", name(), "::backward returned ", grads.size(), " gradients, but forward took ",
-                                num_args_, " arguments (return an undefined Tensor() for those without one)");
+            fail<AutogradError>("backward", name(), "::backward returned ", grads.size(),
+                                " gradients, but forward took ", num_args_,
+                                " arguments (return an undefined Tensor() for those without one)");
         Grads out;
         for (size_t p : positions_) out.push_back(grads[p]);
         return out;
@@ -114,7 +115,7 @@ void collect_tensor(const T& arg, size_t position, std::vector<Tensor>& tensors,
     }
 }
 
-} // namespace detail
+} // namespace internal
 
 template <typename Derived>
 struct Function {
@@ -124,7 +125,7 @@ struct Function {
         std::vector<Tensor> inputs;
         std::vector<size_t> positions;
         size_t position = 0;
-        (detail::collect_tensor(args, position++, inputs, positions), ...);
+        (internal::collect_tensor(args, position++, inputs, positions), ...);
 
         auto ctx = std::make_shared<AutogradContext>();
         std::vector<bool> needs(sizeof...(Args), false);
@@ -142,7 +143,8 @@ struct Function {
         // the caller passed in (forward may return an input as it is).
         out = out.detach();
         if (needs_grad(inputs)) {
-            auto node = std::make_shared<detail::CustomFunctionNode<Derived>>(inputs, positions, sizeof...(Args), ctx);
+            auto node =
+                std::make_shared<internal::CustomFunctionNode<Derived>>(inputs, positions, sizeof...(Args), ctx);
             out.impl()->grad_fn = std::move(node);
             out.impl()->requires_grad = true;
         }

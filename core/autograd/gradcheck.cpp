@@ -1,11 +1,11 @@
 // gradcheck: see gradcheck.h.
-#include "gradcheck.h"
+#include "core/autograd/gradcheck.h"
 
 #include <cmath>
 #include <sstream>
 
-#include "autograd.h"
-#include "ops.h"
+#include "core/autograd/autograd.h"
+#include "core/ops/ops.h"
 
 namespace ember {
 
@@ -80,7 +80,8 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const s
     if (!out.is_floating_point())
         fail<ValueError>("gradcheck", "the function's output must be floating point, got ", dtype_name(out.dtype()));
     if (!out.requires_grad())
-        fail<ValueError>("gradcheck", "the output of shape ", out.shape(), " does not depend on any input that requires grad");
+        fail<ValueError>("gradcheck", "the output of shape ", out.shape(),
+                         " does not depend on any input that requires grad");
     const int64_t n_out = out.numel();
 
     // Analytic Jacobian, one row per output element: backward from a one-hot
@@ -122,10 +123,10 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const s
                 if (std::abs(a - numerical) <= options.atol + options.rtol * std::abs(numerical)) continue;
                 if (!options.raise_exception) return false;
                 std::ostringstream msg;
-                msg << "[gradcheck] gradient mismatch for " << checked[c].label << " of shape "
-                    << shape_str(x.shape()) << " at element " << index_str(j, x.shape()) << ", output element "
-                    << index_str(k, out.shape()) << " of shape " << shape_str(out.shape()) << ": analytic " << a
-                    << ", numerical " << numerical << " (atol " << options.atol << ", rtol " << options.rtol << ")";
+                msg << "[gradcheck] gradient mismatch for " << checked[c].label << " of shape " << shape_str(x.shape())
+                    << " at element " << index_str(j, x.shape()) << ", output element " << index_str(k, out.shape())
+                    << " of shape " << shape_str(out.shape()) << ": analytic " << a << ", numerical " << numerical
+                    << " (atol " << options.atol << ", rtol " << options.rtol << ")";
                 throw GradcheckError(msg.str());
             }
         }

@@ -18,7 +18,7 @@
 #include <functional>
 #include <vector>
 
-#include "tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace ember {
 

@@ -8,15 +8,16 @@
 // (c_row[j] += a_ik * b_row[j]), which the compiler vectorises. Packing also
 // absorbs any strides, so transposed inputs cost one copy of a block, not a
 // strided inner loop. Threads split the rows of C: each owns its output rows.
-#include "gemm.h"
+#include "core/kernels/gemm.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "gemm_packed.h"
-#include "parallel.h"
+#include "core/kernels/dispatch.h"
+#include "core/kernels/gemm_packed.h"
+#include "core/kernels/parallel.h"
 
-namespace ember {
+namespace ember::internal {
 
 // Block sizes: a packed B block (kKc x kNc) of floats is 256 KB and stays in
 // L2; one packed A row (kKc) and one C tile row (kNc) stay in L1.
@@ -39,8 +40,8 @@ static void gemm_reference_impl(MatrixRef<const T> a, MatrixRef<const T> b, Matr
 // summed in increasing k from its start value, in T: the paths agree bit for
 // bit with each other and with gemm_reference.
 template <typename T>
-static void gemm_small(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool accumulate,
-                       int64_t row_begin, int64_t row_end) {
+static void gemm_small(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool accumulate, int64_t row_begin,
+                       int64_t row_end) {
     const int64_t n = c.cols, kk = a.cols;
     // The inner loop wants B's rows contiguous. A Linear layer's x @ W^T reads
     // B = W^T with a large column stride: copy B row-major first (k*n values,
@@ -76,7 +77,7 @@ static void gemm_impl(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c
     }
     // Small products: packing would cost more than it saves.
     if (m * n * k <= 64 * 64 * 64 || n < 16) {
-        parallel_for(0, m, std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(n * k, 1)),
+        parallel_for(0, m, grain_for(n * k, kGemmParallelWork),
                      [&](int64_t b0, int64_t e0) { gemm_small(a, b, c, accumulate, b0, e0); });
         return;
     }
@@ -93,7 +94,7 @@ static void gemm_impl(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c
             // later blocks add to what the earlier ones left in C.
             const bool add_to_c = accumulate || pc > 0;
             const int64_t row_blocks = (m + kMc - 1) / kMc;
-            const int64_t grain = std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(kMc * nc * kc, 1));
+            const int64_t grain = grain_for(kMc * nc * kc, kGemmParallelWork);
             parallel_for(0, row_blocks, grain, [&](int64_t rb_begin, int64_t rb_end) {
                 std::vector<T> apack(kMc * kKc);
                 std::vector<T> trow(kNc); // one row of the C block being summed
@@ -120,19 +121,14 @@ static void gemm_impl(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c
     }
 }
 
-static GemmKernel requested_kernel = GemmKernel::Auto;
-
-void set_gemm_kernel(GemmKernel kernel) { requested_kernel = kernel; }
-
-bool gemm_uses_avx2() { return requested_kernel == GemmKernel::Auto && detail::cpu_has_avx2_fma(); }
+bool gemm_uses_avx2() { return use_fast_kernels() && cpu_has_avx2_fma(); }
 
 // Multiply-adds up to which the AVX2 path skips packing and reads the
 // operands where they lie (gemm_direct_avx2): below about 146^3 the packing
-// costs more than the cache locality it buys (bench/ember_bench's bmm_*
-// entries, attention's products, run 1.3x to 2x faster). At the lecture
-// config's attention products, 256 x 256 x 64 = 2^22, packing wins again
-// (bmm_lecture, 1 thread: 62 against 76 GFLOP/s). Both AVX2 kernels give
-// the same bits, so the choice never changes a result.
+// costs more than the cache locality it buys; at 256 x 256 x 64 (attention's
+// products at the lecture size) packing wins again. docs/performance.md has
+// the measurements. Both AVX2 kernels give the same bits, so the choice
+// never changes a result.
 constexpr int64_t kDirectWork = int64_t{3} << 20;
 
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
@@ -140,10 +136,10 @@ void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c
     if (m == 0 || n == 0) return; // nothing to write
     if (gemm_uses_avx2() && k > 0) {
         if (c.col_stride == 1 && m * n * k <= kDirectWork) {
-            detail::gemm_direct_avx2(a, b, c, accumulate);
+            gemm_direct_avx2(a, b, c, accumulate);
             return;
         }
-        detail::gemm_packed_avx2(a, b, c, accumulate);
+        gemm_packed_avx2(a, b, c, accumulate);
         return;
     }
     gemm_impl(a, b, c, accumulate);
@@ -158,4 +154,4 @@ void gemm_reference(MatrixRef<const double> a, MatrixRef<const double> b, Matrix
     gemm_reference_impl(a, b, c, accumulate);
 }
 
-} // namespace ember
+} // namespace ember::internal

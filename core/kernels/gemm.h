@@ -1,19 +1,24 @@
-// Matrix-multiply kernels on raw pointers and strides: C = A @ B.
+// Matrix-multiply kernels on raw pointers and strides: C = A @ B. Private:
+// ops/matmul.cpp and ops/linear.cpp call them.
 //
 // Each operand is a MatrixRef: a pointer plus row and column strides in
 // elements, so a transposed or sliced view is multiplied where it lies,
-// without a copy. gemm() is what matmul calls. For float32 on a CPU with
+// without a copy. gemm() is what the ops call. For float32 on a CPU with
 // AVX2 and FMA it runs a register-tiled kernel (gemm_packed.cpp,
 // gemm_avx2.cpp): packed and cache-blocked for large products, reading the
-// operands in place for small ones; otherwise, and for float64, a portable
-// cache-blocked one (gemm.cpp). All are OpenMP-parallel over tiles of C. gemm_reference() is
-// the plain triple loop kept beside them, which tests compare them with.
-// docs/matmul.md explains the kernels. Tests: tests/test_matmul.cpp.
+// operands in place for small ones. Otherwise, for float64, and whenever the
+// fast kernels are off (dispatch.h), it runs the portable cache-blocked
+// kernel (gemm.cpp). All are OpenMP-parallel over tiles of C.
+// gemm_reference() is the plain triple loop kept beside them, which tests
+// compare them with. docs/matmul.md explains the kernels.
+// Tests: tests/test_matmul.cpp.
 #pragma once
 
 #include <cstdint>
 
-namespace ember {
+#include "core/kernels/parallel.h"
+
+namespace ember::internal {
 
 template <typename T>
 struct MatrixRef {
@@ -36,15 +41,32 @@ void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double
 void gemm_reference(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm_reference(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate);
 
-// Multiply-adds below which gemm stays on the calling thread.
+// Multiply-adds below which a product stays on the calling thread: a fork
+// and a join cost more than the work (docs/performance.md).
 inline constexpr int64_t kGemmParallelWork = 1 << 18;
 
-// Which float32 kernel gemm uses: Auto (the AVX2 one when the CPU has it)
-// or Portable. For tests and benchmarks that compare the two; the setting is
-// global, like PyTorch's torch.backends flags.
-enum class GemmKernel { Auto, Portable };
-void set_gemm_kernel(GemmKernel kernel);
 // True when float32 products currently run on the AVX2 kernel.
 bool gemm_uses_avx2();
 
-} // namespace ember
+// Calls slice(i) for i in [0, count), each slice a product of `work`
+// multiply-adds whose gemm splits its own rows between threads. When there
+// are many small slices, or enough mid-sized ones to keep every thread
+// equally busy, threads take whole slices instead (and each gemm then runs
+// on its thread): no fork, join or shared packing per slice. The split
+// never changes a result.
+template <typename F>
+void for_each_gemm_slice(int64_t count, int64_t work, const F& slice) {
+    // Whole slices per thread: products under kGemmParallelWork, or at least
+    // eight per thread of up to 64 times that (attention's score products).
+    const bool by_slice =
+        count > 1 && (work < kGemmParallelWork || (count >= 8 * get_num_threads() && work <= 64 * kGemmParallelWork));
+    if (!by_slice) {
+        for (int64_t i = 0; i < count; ++i) slice(i);
+        return;
+    }
+    parallel_for(0, count, grain_for(work, kGemmParallelWork), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) slice(i);
+    });
+}
+
+} // namespace ember::internal

@@ -1,6 +1,6 @@
-// The AVX2/FMA register tile of the SGEMM (core/gemm.cpp): a 6x16 block of
+// The AVX2/FMA register tile of the SGEMM (gemm.h): a 6x16 block of
 // C += (6 rows of A) @ (16 columns of B), shared by the packed driver
-// (core/gemm_packed.cpp) and the direct one for small products (below).
+// (gemm_packed.cpp) and the direct one for small products (below).
 //
 // This file alone is compiled with -mavx2 -mfma (meson.build); gemm.cpp
 // calls it only after checking at run time that the CPU has both, so ember
@@ -15,13 +15,13 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "gemm_packed.h"
+#include "core/kernels/gemm_packed.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
 
-namespace ember::detail {
+namespace ember::internal {
 
 #if defined(__AVX2__) && defined(__FMA__)
 
@@ -33,7 +33,7 @@ namespace ember::detail {
 // bits.
 template <bool Masked>
 static void tile_6x16(int64_t k, const float* const a[6], int64_t acs, const float* b, int64_t brs, __m256i m0,
-                        __m256i m1, float* c, int64_t ldc, bool add) {
+                      __m256i m1, float* c, int64_t ldc, bool add) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     if (add) {
         c00 = _mm256_loadu_ps(c + 0 * ldc), c01 = _mm256_loadu_ps(c + 0 * ldc + 8);
@@ -327,9 +327,9 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
 
 #else
 
-// Built without AVX2 (another architecture): the same arithmetic in plain
-// C++, so the library links. gemm.cpp never calls it there, since
-// cpu_has_avx2_fma() is false.
+// Built without AVX2 (another architecture, or -Dkernels=reference): the
+// same arithmetic in plain C++, so the library links. gemm.cpp never calls
+// it there, since gemm_uses_avx2() is false.
 void kernel_6x16_avx2(int64_t kc, const float* const a[6], int64_t acs, const float* b, float* c, int64_t ldc,
                       bool add) {
     for (int i = 0; i < 6; ++i)
@@ -376,4 +376,4 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
 
 #endif
 
-} // namespace ember::detail
+} // namespace ember::internal

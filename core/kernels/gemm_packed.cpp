@@ -21,17 +21,17 @@
 #include <cstring>
 #include <new>
 
-#include "gemm_packed.h"
-#include "parallel.h"
+#include "core/kernels/gemm_packed.h"
+#include "core/kernels/parallel.h"
 
-namespace ember::detail {
+namespace ember::internal {
 
 namespace {
 
-constexpr int64_t kMr = 6, kNr = 16; // the micro-kernel's tile
-constexpr int64_t kMc = 96;          // rows of A per packed block: 96 x 256 floats = 96 KB (L2)
-constexpr int64_t kKc = 256;         // depth of a block
-constexpr int64_t kNc = 4096;        // columns of B per packed block: 256 x 4096 floats = 4 MB (L3)
+constexpr int64_t kMr = 6, kNr = 16;  // the micro-kernel's tile
+constexpr int64_t kMc = 96;           // rows of A per packed block: 96 x 256 floats = 96 KB (L2)
+constexpr int64_t kKc = 256;          // depth of a block
+constexpr int64_t kNc = 4096;         // columns of B per packed block: 256 x 4096 floats = 4 MB (L3)
 constexpr int64_t kInPlacePanels = 8; // at most this many panels of B: read A in place (block_rows)
 
 // A 64-byte-aligned scratch buffer that grows as needed and is reused, so
@@ -40,13 +40,13 @@ class Scratch {
 public:
     float* get(size_t floats) {
         if (floats > size_) {
-            ::operator delete(data_, std::align_val_t{64});
-            data_ = static_cast<float*>(::operator new(floats * sizeof(float), std::align_val_t{64}));
+            ::operator delete (data_, std::align_val_t{64});
+            data_ = static_cast<float*>(::operator new (floats * sizeof(float), std::align_val_t{64}));
             size_ = floats;
         }
         return data_;
     }
-    ~Scratch() { ::operator delete(data_, std::align_val_t{64}); }
+    ~Scratch() { ::operator delete (data_, std::align_val_t{64}); }
 
 private:
     float* data_ = nullptr;
@@ -95,8 +95,8 @@ void pack_a(MatrixRef<const float> a, int64_t ic, int64_t mc, int64_t pc, int64_
 // One 6x16 tile of C, row i of A at a[i] (elements acs apart). Full tiles
 // of a row-major C go straight to the kernel; edge tiles (and strided C) go
 // through a local tile, of which only the valid part is read and written back.
-void tile(int64_t kc, const float* const a[6], int64_t acs, const float* bp, MatrixRef<float> c, int64_t i0,
-          int64_t j0, int64_t rows, int64_t cols, bool add) {
+void tile(int64_t kc, const float* const a[6], int64_t acs, const float* bp, MatrixRef<float> c, int64_t i0, int64_t j0,
+          int64_t rows, int64_t cols, bool add) {
     if (rows == kMr && cols == kNr && c.col_stride == 1) {
         kernel_6x16_avx2(kc, a, acs, bp, &c.at(i0, j0), c.row_stride, add);
         return;
@@ -166,7 +166,7 @@ void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
             const int64_t kc = std::min(kKc, k - pc);
             float* bp = b_scratch.get(static_cast<size_t>(n_panels * kc * kNr));
             // Threads pack B's panels side by side (a panel is a kc x 16 copy).
-            parallel_for(0, n_panels, std::max<int64_t>(1, kGemmParallelWork / 8 / (kc * kNr)),
+            parallel_for(0, n_panels, grain_for(kc * kNr, kGemmParallelWork / 8),
                          [&](int64_t begin, int64_t end) { pack_b(b, pc, kc, jc, nc, begin, end, bp); });
             // The first k block starts C from zero (or from C when
             // accumulating); later blocks add to what earlier ones left.
@@ -176,12 +176,12 @@ void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
             // thread splits its 16-column panels instead, so that no thread
             // sits idle for want of rows.
             if (row_panels >= 4 * threads) {
-                const int64_t grain = std::max<int64_t>(1, kGemmParallelWork / (kMr * kc * nc));
+                const int64_t grain = grain_for(kMr * kc * nc, kGemmParallelWork);
                 parallel_for(0, row_panels, grain, [&](int64_t begin, int64_t end) {
                     block_rows(a, c, bp, pc, kc, jc, nc, begin, end, 0, n_panels, add);
                 });
             } else {
-                const int64_t grain = std::max<int64_t>(1, kGemmParallelWork / (m * kc * kNr));
+                const int64_t grain = grain_for(m * kc * kNr, kGemmParallelWork);
                 parallel_for(0, n_panels, grain, [&](int64_t begin, int64_t end) {
                     block_rows(a, c, bp, pc, kc, jc, nc, 0, row_panels, begin, end, add);
                 });
@@ -199,19 +199,10 @@ void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
         b = MatrixRef<const float>{bp, k, n, n, 1};
     }
     const int64_t row_tiles = (m + kMr - 1) / kMr;
-    const int64_t grain = std::max<int64_t>(1, kGemmParallelWork / std::max<int64_t>(kMr * n * k, 1));
+    const int64_t grain = grain_for(kMr * n * k, kGemmParallelWork);
     parallel_for(0, row_tiles, grain, [&](int64_t begin, int64_t end) {
         gemm_direct_rows_avx2(a, b, c, accumulate, begin * kMr, std::min(m, end * kMr));
     });
 }
 
-bool cpu_has_avx2_fma() {
-#if defined(__x86_64__) || defined(__i386__)
-    static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return has;
-#else
-    return false;
-#endif
-}
-
-} // namespace ember::detail
+} // namespace ember::internal

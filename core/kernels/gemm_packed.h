@@ -5,12 +5,9 @@
 
 #include <cstdint>
 
-#include "gemm.h"
+#include "core/kernels/gemm.h"
 
-namespace ember::detail {
-
-// True when this CPU (checked once, at run time) has AVX2 and FMA.
-bool cpu_has_avx2_fma();
+namespace ember::internal {
 
 // Pointers to N rows of A from row i0, column j0, of which only `rows`
 // exist: past the last, the last again, so that a kernel working on N rows
@@ -57,4 +54,4 @@ void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
 // c = a @ b (+ c when accumulate) with packing and the micro-kernel above.
 void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 
-} // namespace ember::detail
+} // namespace ember::internal

@@ -1,4 +1,4 @@
-// Walking strided tensors: the loop under every elementwise kernel.
+// Walking strided tensors: the loop under every element-wise kernel. Private.
 //
 // Several operands (an output and its inputs) are visited in lockstep over one
 // shape, each with its own strides; a broadcast input simply has stride 0 in
@@ -6,16 +6,17 @@
 // are merged first, so a contiguous tensor becomes one long run. The kernel
 // sees runs: the element offsets of a run's first element in each operand, the
 // operands' strides along the run, and its length. docs/tensor.md explains
-// strides; tests/test_elementwise.cpp covers the broadcast and strided cases.
+// strides; tests/test_tensor.cpp checks every visited offset, and the op
+// tests cover the broadcast and strided cases.
 #pragma once
 
 #include <array>
 #include <cstdint>
 
-#include "error.h"
-#include "parallel.h"
+#include "core/kernels/parallel.h"
+#include "core/tensor/error.h"
 
-namespace ember {
+namespace ember::internal {
 
 // One shape seen through N sets of strides, with mergeable dimensions merged.
 template <size_t N>
@@ -30,8 +31,7 @@ struct StridedLayout {
         for (size_t d = 0; d < full_shape.size(); ++d) {
             if (full_shape[d] == 1) continue;
             bool merge = !shape.empty();
-            for (size_t k = 0; k < N && merge; ++k)
-                merge = strides[k].back() == (*full_strides[k])[d] * full_shape[d];
+            for (size_t k = 0; k < N && merge; ++k) merge = strides[k].back() == (*full_strides[k])[d] * full_shape[d];
             if (merge) {
                 shape.back() *= full_shape[d];
                 for (size_t k = 0; k < N; ++k) strides[k].back() = (*full_strides[k])[d];
@@ -84,8 +84,7 @@ void for_each_run(const StridedLayout<N>& layout, int64_t begin, int64_t end, co
             for (int64_t d = ndim - 2; d > 0 && index[d] == shape[d]; --d) {
                 index[d] = 0;
                 ++index[d - 1];
-                for (size_t k = 0; k < N; ++k)
-                    offsets[k] += layout.strides[k][d - 1] - shape[d] * layout.strides[k][d];
+                for (size_t k = 0; k < N; ++k) offsets[k] += layout.strides[k][d - 1] - shape[d] * layout.strides[k][d];
             }
             continue;
         }
@@ -99,14 +98,10 @@ void for_each_run(const StridedLayout<N>& layout, int64_t begin, int64_t end, co
         for (int64_t d = ndim - 1; d > 0 && index[d] == shape[d]; --d) {
             index[d] = 0;
             ++index[d - 1];
-            for (size_t k = 0; k < N; ++k)
-                offsets[k] += layout.strides[k][d - 1] - shape[d] * layout.strides[k][d];
+            for (size_t k = 0; k < N; ++k) offsets[k] += layout.strides[k][d - 1] - shape[d] * layout.strides[k][d];
         }
     }
 }
-
-// Elements per thread below which a loop stays on one thread.
-inline constexpr int64_t kElementwiseGrain = 32768;
 
 // for_each_run over all `numel` elements, split across threads when large.
 template <size_t N, typename F>
@@ -115,4 +110,4 @@ void parallel_for_each_run(const StridedLayout<N>& layout, int64_t numel, const 
                  [&](int64_t begin, int64_t end) { for_each_run(layout, begin, end, run); });
 }
 
-} // namespace ember
+} // namespace ember::internal

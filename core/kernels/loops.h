@@ -5,7 +5,7 @@
 // (stride 0 where an input is broadcast). Runs along which every operand is
 // contiguous take a plain indexed loop the compiler can vectorise. Integer
 // arithmetic wraps around on overflow (as PyTorch's does in practice) instead
-// of being undefined behaviour. Used by binary.cpp, compare.cpp, unary.cpp.
+// of being undefined behaviour. Used by core/ops/binary.cpp, compare.cpp and unary.cpp. Private.
 #pragma once
 
 #include <cmath>
@@ -13,8 +13,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "internal.h"
-#include "iter.h"
+#include "core/kernels/iter.h"
+#include "core/tensor/internal.h"
 
 namespace ember::internal {
 

@@ -1,7 +1,7 @@
 // Thread control: see parallel.h.
-#include "parallel.h"
+#include "core/kernels/parallel.h"
 
-#include "error.h"
+#include "core/tensor/error.h"
 
 namespace ember {
 

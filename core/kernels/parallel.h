@@ -1,13 +1,16 @@
-// Thread control and the one parallel loop every kernel uses.
+// Thread control and the one parallel loop every op and kernel uses. Public:
+// a custom op may split its work the same way (docs/extending.md).
 //
 // parallel_for splits [begin, end) into contiguous chunks, one per thread,
-// only when the range holds more than `grain` units of work: small tensors run
-// on the calling thread and pay nothing for threads. Chunks own disjoint
-// outputs, so results never depend on the thread count. Without OpenMP
-// (meson -Dopenmp=disabled) everything runs serially.
-// Tests: tests/test_parallel.cpp.
+// only when the range holds more than `grain` items: small tensors run on
+// the calling thread and pay nothing for threads. grain_for() says how many
+// items that is. Chunks own disjoint outputs, so results never depend on the
+// thread count. Without OpenMP (meson -Dopenmp=disabled) everything runs
+// serially. Tests: the thread-count cases of tests/test_matmul.cpp and
+// tests/test_softmax.cpp, and every test again in CI's serial build.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 
@@ -20,6 +23,18 @@ namespace ember {
 // Threads the kernels may use (OpenMP's setting; 1 without OpenMP).
 int get_num_threads();
 void set_num_threads(int n);
+
+// Elements of plain element-wise work below which a loop stays on the
+// calling thread: forking and joining threads costs about as much as
+// touching this many floats (docs/performance.md has the measurement).
+inline constexpr int64_t kElementwiseGrain = 32768;
+
+// The grain for items that each cost `work_per_item` units (a row's length,
+// a product's multiply-adds): the fewest items a thread takes, so that a
+// split happens only when each thread gets at least `threshold` units.
+inline int64_t grain_for(int64_t work_per_item, int64_t threshold = kElementwiseGrain) {
+    return std::max<int64_t>(1, threshold / std::max<int64_t>(work_per_item, 1));
+}
 
 // Calls fn(chunk_begin, chunk_end) over chunks that cover [begin, end).
 // An exception cannot cross the edge of an OpenMP region (it would

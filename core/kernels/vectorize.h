@@ -1,31 +1,28 @@
 // EMBER_VECTOR_CLONES: compile a function twice, for baseline x86-64 and for
-// AVX2, and run the AVX2 copy on CPUs that have it.
+// AVX2, and run the AVX2 copy on CPUs that have it. Private.
 //
 // The library is built for baseline x86-64 (SSE2: 4 floats per vector) so
 // that it runs on any x86-64 CPU. The matrix kernels pick AVX2 and FMA at
-// run time from a file compiled for them (core/gemm_avx2.cpp). Element-wise
-// loops (the exponential in softmax and cross-entropy, AdamW's update)
-// get the same choice from GCC's target_clones: the function is compiled
-// once per target, and the dynamic loader binds calls to the copy the CPU
-// supports (an ifunc). The loops must be in the marked function itself (or
-// inlined into it): a lambda handed to parallel_for is compiled for the
-// baseline.
+// run time from a file compiled for them (gemm_avx2.cpp). Element-wise
+// loops get the same choice from GCC's target_clones: the function is
+// compiled once per target, and the dynamic loader binds calls to the copy
+// the CPU supports (an ifunc). The loops must be in the marked function
+// itself (or inlined into it): a lambda handed to parallel_for is compiled
+// for the baseline.
 //
 // Both copies perform the same float operations in the same order, the AVX2
 // one on 8 lanes instead of 4: the build passes -ffp-contract=off, and the
 // "avx2" target does not enable FMA, so no multiply and add are fused. The
-// results are the same bits on every CPU. `meson setup -Dvector_clones=false`
-// defines EMBER_NO_VECTOR_CLONES and keeps only the baseline copy; CI's
-// serial build does, so the tests run on both copies.
-//
-// Used where it was measured to pay: softmax's rows, the fused attention
-// softmax's backward, cross-entropy, LayerNorm's weight and bias gradients,
-// AdamW's update. LayerNorm's row kernels ran 1.5-1.8x slower as AVX2
-// copies (their double-precision row sums), so they are not marked.
+// results are the same bits on every CPU. Only the fast kernels of this
+// folder are marked, where a copy measured faster (docs/performance.md):
+// softmax's rows, the fused attention softmax's backward, cross-entropy,
+// LayerNorm's weight and bias gradients, AdamW's update. A reference build
+// (-Dkernels=reference, which defines EMBER_REFERENCE_KERNELS) makes no
+// copies.
 #pragma once
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
-    !defined(EMBER_NO_VECTOR_CLONES)
+    !defined(EMBER_REFERENCE_KERNELS)
 #define EMBER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define EMBER_VECTOR_CLONES

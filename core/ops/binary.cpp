@@ -10,10 +10,10 @@
 // tests/test_binary.cpp.
 #include <cmath>
 
-#include "autograd.h"
-#include "loops.h"
-#include "ops.h"
-#include "shape.h"
+#include "core/autograd/autograd.h"
+#include "core/kernels/loops.h"
+#include "core/ops/ops.h"
+#include "core/tensor/shape.h"
 
 namespace ember {
 
@@ -28,9 +28,7 @@ Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType dty
     Tensor out = empty(shape, dtype);
     Tensor ca = converted(a, dtype);
     Tensor cb = converted(b, dtype);
-    dispatch(dtype, [&]<typename T>(TypeTag<T>) {
-        map_binary<T, T>(out, ca, cb, [f](T x, T y) { return f(x, y); });
-    });
+    dispatch(dtype, [&]<typename T>(TypeTag<T>) { map_binary<T, T>(out, ca, cb, [f](T x, T y) { return f(x, y); }); });
     return out;
 }
 
@@ -61,8 +59,7 @@ void check_not_bool_sub(const char* op, DType dtype) {
 // ---- add, sub ----------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_kernel("add", a, b, result_type(a, b),
-                               [](auto x, auto y) { return add_op(x, y); });
+    Tensor out = binary_kernel("add", a, b, result_type(a, b), [](auto x, auto y) { return add_op(x, y); });
     // forward: out = a + b, so da = dout and db = dout (each summed to its shape).
     if (needs_grad(a, b))
         attach(out, "AddBackward0", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& dout) -> Grads {
@@ -80,8 +77,7 @@ Tensor add(const Tensor& a, Scalar b) {
 
 Tensor sub(const Tensor& a, const Tensor& b) {
     check_not_bool_sub("sub", result_type(a, b));
-    Tensor out = binary_kernel("sub", a, b, result_type(a, b),
-                               [](auto x, auto y) { return sub_op(x, y); });
+    Tensor out = binary_kernel("sub", a, b, result_type(a, b), [](auto x, auto y) { return sub_op(x, y); });
     // forward: out = a - b, so da = dout and db = -dout.
     if (needs_grad(a, b))
         attach(out, "SubBackward0", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& dout) -> Grads {
@@ -109,8 +105,7 @@ Tensor sub(Scalar a, const Tensor& b) {
 // ---- mul, div ------------------------------------------------------------------------------
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_kernel("mul", a, b, result_type(a, b),
-                               [](auto x, auto y) { return mul_op(x, y); });
+    Tensor out = binary_kernel("mul", a, b, result_type(a, b), [](auto x, auto y) { return mul_op(x, y); });
     // forward: out = a * b, so da = dout * b and db = dout * a. Each input is
     // saved only if the other one needs its gradient.
     if (needs_grad(a, b)) {
@@ -135,8 +130,7 @@ Tensor mul(const Tensor& a, Scalar b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_kernel("div", a, b, true_div_type(result_type(a, b)),
-                               [](auto x, auto y) { return x / y; });
+    Tensor out = binary_kernel("div", a, b, true_div_type(result_type(a, b)), [](auto x, auto y) { return x / y; });
     // forward: out = a / b, so da = dout / b and db = -dout * a / b^2.
     if (needs_grad(a, b)) {
         bool need_b = b.requires_grad();
@@ -164,9 +158,10 @@ Tensor div(Scalar a, const Tensor& b) {
     Tensor out = scalar_kernel(b, a, true_div_type(a.result_type(b.dtype())), [](auto x, auto y) { return y / x; });
     // forward: out = a / b, so db = -dout * a / b^2 = -dout * out / b.
     if (needs_grad(b))
-        attach(out, "DivBackward0", {b}, [out_saved = SavedTensor(out), b_saved = SavedTensor(b)](const Tensor& dout) -> Grads {
-            return {neg(div(mul(dout, out_saved.get()), b_saved.get()))};
-        });
+        attach(out, "DivBackward0", {b},
+               [out_saved = SavedTensor(out), b_saved = SavedTensor(b)](const Tensor& dout) -> Grads {
+                   return {neg(div(mul(dout, out_saved.get()), b_saved.get()))};
+               });
     return out;
 }
 
@@ -249,9 +244,8 @@ void inplace_kernel(const char* op, const Tensor& self, const Tensor& other, F f
     // If other shares memory with self, read a copy: writes to self would
     // otherwise change other's elements before they are read.
     Tensor src = converted(unaliased(other, self), self.dtype());
-    dispatch(self.dtype(), [&]<typename T>(TypeTag<T>) {
-        map_binary<T, T>(self, self, src, [f](T x, T y) { return f(x, y); });
-    });
+    dispatch(self.dtype(),
+             [&]<typename T>(TypeTag<T>) { map_binary<T, T>(self, self, src, [f](T x, T y) { return f(x, y); }); });
     bump_version(self);
 }
 
@@ -275,7 +269,8 @@ Tensor& Tensor::add_(Scalar other) {
                    [](auto x, auto y) { return add_op(x, y); });
     // forward: self = self + other, so dself = dout: the history is unchanged
     // but for one more node that passes dout through.
-    if (needs_grad(*this)) attach_inplace(*this, "AddBackward0", {*this}, [](const Tensor& dout) -> Grads { return {dout}; });
+    if (needs_grad(*this))
+        attach_inplace(*this, "AddBackward0", {*this}, [](const Tensor& dout) -> Grads { return {dout}; });
     return *this;
 }
 
@@ -316,7 +311,9 @@ Tensor& Tensor::mul_(Scalar other) {
     inplace_kernel("mul_", *this, scalar_tensor(other, other.result_type(dtype())),
                    [](auto x, auto y) { return mul_op(x, y); });
     // forward: self = self * other, so dself = dout * other.
-    if (grad) attach_inplace(*this, "MulBackward0", {*this}, [other](const Tensor& dout) -> Grads { return {mul(dout, other)}; });
+    if (grad)
+        attach_inplace(*this, "MulBackward0", {*this},
+                       [other](const Tensor& dout) -> Grads { return {mul(dout, other)}; });
     return *this;
 }
 
@@ -326,7 +323,9 @@ Tensor& Tensor::div_(Scalar other) {
     inplace_kernel("div_", *this, scalar_tensor(other, true_div_type(other.result_type(dtype()))),
                    [](auto x, auto y) { return x / y; });
     // forward: self = self / other, so dself = dout / other.
-    if (grad) attach_inplace(*this, "DivBackward0", {*this}, [other](const Tensor& dout) -> Grads { return {div(dout, other)}; });
+    if (grad)
+        attach_inplace(*this, "DivBackward0", {*this},
+                       [other](const Tensor& dout) -> Grads { return {div(dout, other)}; });
     return *this;
 }
 

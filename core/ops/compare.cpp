@@ -6,10 +6,10 @@
 // the causal mask of attention: wei.masked_fill(tril == 0, -inf). Gradients
 // flow only to the elements that were not replaced.
 // Tests: tests/test_compare.cpp.
-#include "autograd.h"
-#include "loops.h"
-#include "ops.h"
-#include "shape.h"
+#include "core/autograd/autograd.h"
+#include "core/kernels/loops.h"
+#include "core/ops/ops.h"
+#include "core/tensor/shape.h"
 
 namespace ember {
 
@@ -37,12 +37,24 @@ Tensor as_tensor(Scalar s, const Tensor& like) { return scalar_tensor(s, s.resul
 
 } // namespace
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", a, b, [](auto x, auto y) { return x == y; }); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", a, b, [](auto x, auto y) { return x != y; }); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", a, b, [](auto x, auto y) { return x < y; }); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare("le", a, b, [](auto x, auto y) { return x <= y; }); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", a, b, [](auto x, auto y) { return x > y; }); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", a, b, [](auto x, auto y) { return x >= y; }); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+    return compare("eq", a, b, [](auto x, auto y) { return x == y; });
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+    return compare("ne", a, b, [](auto x, auto y) { return x != y; });
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+    return compare("lt", a, b, [](auto x, auto y) { return x < y; });
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+    return compare("le", a, b, [](auto x, auto y) { return x <= y; });
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+    return compare("gt", a, b, [](auto x, auto y) { return x > y; });
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+    return compare("ge", a, b, [](auto x, auto y) { return x >= y; });
+}
 Tensor eq(const Tensor& a, Scalar b) { return eq(a, as_tensor(b, a)); }
 Tensor ne(const Tensor& a, Scalar b) { return ne(a, as_tensor(b, a)); }
 Tensor lt(const Tensor& a, Scalar b) { return lt(a, as_tensor(b, a)); }
@@ -118,9 +130,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
     Tensor out = select_kernel("masked_fill", mask, scalar_tensor(value, x.dtype()), x, x.dtype());
     // forward: out = mask ? value : x, so dx = dout where the mask is false, else 0.
     if (needs_grad(x))
-        attach(out, "MaskedFillBackward0", {x, mask}, [m = SavedTensor(mask), sx = x.shape()](const Tensor& dout) -> Grads {
-            return {sum_to(masked_fill(dout, m.get(), 0), sx), Tensor()};
-        });
+        attach(out, "MaskedFillBackward0", {x, mask},
+               [m = SavedTensor(mask), sx = x.shape()](const Tensor& dout) -> Grads {
+                   return {sum_to(masked_fill(dout, m.get(), 0), sx), Tensor()};
+               });
     return out;
 }
 
@@ -147,9 +160,10 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
     bump_version(*this);
     // forward: self = mask ? value : self, so dself = dout where the mask is false.
     if (grad)
-        attach_inplace(*this, "MaskedFillBackward0", {*this, mask}, [m = SavedTensor(mask)](const Tensor& dout) -> Grads {
-            return {ember::masked_fill(dout, m.get(), 0), Tensor()};
-        });
+        attach_inplace(*this, "MaskedFillBackward0", {*this, mask},
+                       [m = SavedTensor(mask)](const Tensor& dout) -> Grads {
+                           return {ember::masked_fill(dout, m.get(), 0), Tensor()};
+                       });
     return *this;
 }
 

@@ -4,12 +4,12 @@
 // each input its slice of dout back. index_select gathers entries along a dim;
 // its backward scatters dout back with additions (an index may repeat), one
 // thread per range of columns so no two threads add into one element.
-// embedding picks rows the same way. (chunk and split are views: view.cpp.)
+// embedding picks rows the same way. (chunk and split are views: core/tensor/view.cpp.)
 // Tests: tests/test_index.cpp.
-#include "autograd.h"
-#include "loops.h"
-#include "ops.h"
-#include "shape.h"
+#include "core/autograd/autograd.h"
+#include "core/kernels/loops.h"
+#include "core/ops/ops.h"
+#include "core/tensor/shape.h"
 
 namespace ember {
 
@@ -83,13 +83,12 @@ Tensor triangle(const Tensor& x_in, const char* op, Keep keep) {
     dispatch(x.dtype(), [&]<typename T>(TypeTag<T>) {
         const T* px = x.data_ptr<T>();
         T* po = out.data_ptr<T>();
-        parallel_for(0, matrices * rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(cols, 1)),
-                     [&](int64_t b, int64_t e) {
-                         for (int64_t r = b; r < e; ++r) {
-                             int64_t i = r % rows;
-                             for (int64_t j = 0; j < cols; ++j) po[r * cols + j] = keep(j - i) ? px[r * cols + j] : T(0);
-                         }
-                     });
+        parallel_for(0, matrices * rows, grain_for(cols), [&](int64_t b, int64_t e) {
+            for (int64_t r = b; r < e; ++r) {
+                int64_t i = r % rows;
+                for (int64_t j = 0; j < cols; ++j) po[r * cols + j] = keep(j - i) ? px[r * cols + j] : T(0);
+            }
+        });
     });
     return out;
 }
@@ -99,14 +98,16 @@ Tensor triangle(const Tensor& x_in, const char* op, Keep keep) {
 Tensor tril(const Tensor& x, int64_t diagonal) {
     Tensor out = triangle(x, "tril", [diagonal](int64_t j_minus_i) { return j_minus_i <= diagonal; });
     // forward: out = x on and below the diagonal, 0 above, so dx = tril(dout).
-    if (needs_grad(x)) attach(out, "TrilBackward0", {x}, [diagonal](const Tensor& dout) -> Grads { return {tril(dout, diagonal)}; });
+    if (needs_grad(x))
+        attach(out, "TrilBackward0", {x}, [diagonal](const Tensor& dout) -> Grads { return {tril(dout, diagonal)}; });
     return out;
 }
 
 Tensor triu(const Tensor& x, int64_t diagonal) {
     Tensor out = triangle(x, "triu", [diagonal](int64_t j_minus_i) { return j_minus_i >= diagonal; });
     // forward: out = x on and above the diagonal, 0 below, so dx = triu(dout).
-    if (needs_grad(x)) attach(out, "TriuBackward0", {x}, [diagonal](const Tensor& dout) -> Grads { return {triu(dout, diagonal)}; });
+    if (needs_grad(x))
+        attach(out, "TriuBackward0", {x}, [diagonal](const Tensor& dout) -> Grads { return {triu(dout, diagonal)}; });
     return out;
 }
 
@@ -137,15 +138,14 @@ Tensor index_add_backward(const Tensor& dout, const Tensor& idx, int64_t dim, co
         const T* pg = g.data_ptr<T>();
         // Threads own disjoint ranges of the `inner` columns; each element
         // receives its additions in the order of i, whatever the thread count.
-        parallel_for(0, sx.inner, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(sg.outer * sg.size, 1)),
-                     [&](int64_t b, int64_t e) {
-                         for (int64_t o = 0; o < sg.outer; ++o)
-                             for (int64_t i = 0; i < sg.size; ++i) {
-                                 T* dst = px + (o * sx.size + p[i]) * sx.inner;
-                                 const T* src = pg + (o * sg.size + i) * sg.inner;
-                                 for (int64_t j = b; j < e; ++j) dst[j] += src[j];
-                             }
-                     });
+        parallel_for(0, sx.inner, grain_for(sg.outer * sg.size), [&](int64_t b, int64_t e) {
+            for (int64_t o = 0; o < sg.outer; ++o)
+                for (int64_t i = 0; i < sg.size; ++i) {
+                    T* dst = px + (o * sx.size + p[i]) * sx.inner;
+                    const T* src = pg + (o * sg.size + i) * sg.inner;
+                    for (int64_t j = b; j < e; ++j) dst[j] += src[j];
+                }
+        });
     });
     return dx;
 }
@@ -163,14 +163,13 @@ Tensor gather_kernel(const Tensor& x, int64_t d, const Tensor& idx) {
     dispatch(x.dtype(), [&]<typename T>(TypeTag<T>) {
         const T* px = src.data_ptr<T>();
         T* po = out.data_ptr<T>();
-        parallel_for(0, sx.outer * n, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(sx.inner, 1)),
-                     [&](int64_t b, int64_t e) {
-                         for (int64_t r = b; r < e; ++r) {
-                             int64_t o = r / n, i = r % n;
-                             const T* from = px + (o * sx.size + p[i]) * sx.inner;
-                             std::copy(from, from + sx.inner, po + r * sx.inner);
-                         }
-                     });
+        parallel_for(0, sx.outer * n, grain_for(sx.inner), [&](int64_t b, int64_t e) {
+            for (int64_t r = b; r < e; ++r) {
+                int64_t o = r / n, i = r % n;
+                const T* from = px + (o * sx.size + p[i]) * sx.inner;
+                std::copy(from, from + sx.inner, po + r * sx.inner);
+            }
+        });
     });
     return out;
 }
@@ -188,9 +187,10 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
     Tensor out = gather_kernel(x, d, idx);
     // forward: out[.., i, ..] = x[.., index[i], ..], so dx[.., index[i], ..] += dout[.., i, ..].
     if (needs_grad(x))
-        attach(out, "IndexSelectBackward0", {x, index}, [is = SavedTensor(idx), d, in = x.shape()](const Tensor& dout) -> Grads {
-            return {index_add_backward(dout, is.get(), d, in), Tensor()};
-        });
+        attach(out, "IndexSelectBackward0", {x, index},
+               [is = SavedTensor(idx), d, in = x.shape()](const Tensor& dout) -> Grads {
+                   return {index_add_backward(dout, is.get(), d, in), Tensor()};
+               });
     return out;
 }
 

@@ -2,7 +2,7 @@
 //
 // Differentiable ops record a backward node when an input requires grad; the
 // forward and backward of each op sit together in the .cpp file named in its
-// section. Binary ops broadcast (core/shape.h); dims may be negative. Each op
+// section. Binary ops broadcast (core/tensor/shape.h); dims may be negative. Each op
 // validates its arguments first and throws a typed ember::Error naming itself
 // and every shape involved. Tests: one tests/test_<family>.cpp per section,
 // matched to PyTorch through tests/fixtures/make_fixtures.py.
@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "random.h"
-#include "tensor.h"
-#include "tensor_literal.h"
+#include "core/random/generator.h"
+#include "core/tensor/tensor.h"
+#include "core/tensor/tensor_literal.h"
 
 namespace ember {
 
-// ---- factories (core/factory.cpp) --------------------------------------------
+// ---- factories (core/tensor/factory.cpp) --------------------------------------------
 Tensor empty(const Shape& shape, TensorOptions options = {});
 Tensor zeros(const Shape& shape, TensorOptions options = {});
 Tensor ones(const Shape& shape, TensorOptions options = {});
@@ -35,11 +35,11 @@ Tensor ones_like(const Tensor& other, TensorOptions options = {});
 Tensor full_like(const Tensor& other, Scalar value, TensorOptions options = {});
 
 // from_vector(values, shape) and tensor({{1.f, 2.f}, {3.f, 4.f}}): tensors
-// from C++ values, declared in tensor_literal.h.
+// from C++ values, declared in core/tensor/tensor_literal.h.
 // A 0-dimensional tensor.
 Tensor scalar_tensor(Scalar value, TensorOptions options = {});
 
-// ---- random factories, bit-identical to PyTorch's CPU generator (core/random.cpp)
+// ---- random factories, bit-identical to PyTorch's CPU generator (core/random/)
 // `generator` null means the default generator that manual_seed seeds.
 Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* generator = nullptr);
 Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* generator = nullptr);
@@ -51,10 +51,9 @@ Tensor randn_like(const Tensor& other, Generator* generator = nullptr);
 // Bernoulli draws with per-element probabilities p (a float tensor in [0, 1]).
 Tensor bernoulli(const Tensor& p, Generator* generator = nullptr);
 // Indices sampled from each row of `probs` (1-D or 2-D, non-negative weights).
-Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
-                   Generator* generator = nullptr);
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false, Generator* generator = nullptr);
 
-// ---- elementwise (core/binary.cpp, compare.cpp, unary.cpp) ----------------------
+// ---- elementwise (core/ops/binary.cpp, compare.cpp, unary.cpp) ----------------------
 // The dtype a binary op between a and b computes in (PyTorch's result_type:
 // promotion over bool < int64 < float32 < float64, where a 0-d tensor only
 // counts if it is of a higher category than the others).
@@ -131,7 +130,7 @@ Tensor operator>(const Tensor& a, Scalar b);
 Tensor operator>=(const Tensor& a, const Tensor& b);
 Tensor operator>=(const Tensor& a, Scalar b);
 
-// ---- reductions (core/reduce.cpp) ---------------------------------------------
+// ---- reductions (core/ops/reduce.cpp) ---------------------------------------------
 Tensor sum(const Tensor& x);
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim = false);
@@ -157,7 +156,7 @@ ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = 
 // Sums a gradient of a broadcast shape back down to `shape` (autograd helper).
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
-// ---- matmul (core/matmul.cpp, kernels in core/gemm.cpp) ------------------------
+// ---- matmul, linear (core/ops/matmul.cpp, linear.cpp; kernels in core/kernels/gemm.h) -----
 // PyTorch's full semantics: 1-D @ 1-D is a dot product, 2-D @ 2-D a matrix
 // product, and higher ranks batch over the leading dims, broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
@@ -166,7 +165,7 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // pass and one autograd node (what nn::Linear runs).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
-// ---- softmax, layer_norm, losses (core/softmax.cpp, layer_norm.cpp, loss.cpp) ----
+// ---- softmax, layer_norm, cross_entropy, dropout (core/ops/, a file each) ----------
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // Attention's scores-to-weights lines in one pass over the last dim:
@@ -188,7 +187,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 // training; the identity otherwise. Same masks as PyTorch for the same seed.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* generator = nullptr);
 
-// ---- joining, splitting, indexing (core/index.cpp) ----------------------------
+// ---- joining, splitting, indexing (core/ops/index.cpp) ----------------------------
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);

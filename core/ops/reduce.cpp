@@ -11,10 +11,12 @@
 #include <limits>
 #include <vector>
 
-#include "autograd.h"
-#include "loops.h"
-#include "ops.h"
-#include "shape.h"
+#include "core/autograd/autograd.h"
+#include "core/kernels/column_sum.h"
+#include "core/kernels/dispatch.h"
+#include "core/kernels/loops.h"
+#include "core/ops/ops.h"
+#include "core/tensor/shape.h"
 
 namespace ember {
 
@@ -86,15 +88,15 @@ void reduce_kernel(const Tensor& x, const ReduceGeometry& g, Acc init, Fold fold
         int64_t nchunks = (g.inner + kChunk - 1) / kChunk;
         std::vector<Acc> partial(nchunks, init);
         parallel_for(0, nchunks, 1, [&](int64_t b, int64_t e) {
-            for (int64_t c = b; c < e; ++c) partial[c] = fold_range(data, c * kChunk, std::min(g.inner, (c + 1) * kChunk));
+            for (int64_t c = b; c < e; ++c)
+                partial[c] = fold_range(data, c * kChunk, std::min(g.inner, (c + 1) * kChunk));
         });
         Acc acc = partial[0];
         for (int64_t c = 1; c < nchunks; ++c) acc = merge(acc, partial[c]);
         store(0, acc);
         return;
     }
-    int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(g.inner, 1));
-    parallel_for(0, g.outer, grain, [&](int64_t b, int64_t e) {
+    parallel_for(0, g.outer, grain_for(g.inner), [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) {
             // The offset of output o's first reduced element: o decomposed
             // over the kept dims, times their strides.
@@ -114,7 +116,8 @@ using SumAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
 // True when x is contiguous and every reduced dim comes before every kept
 // one (dims of size 1 aside): x is then g.inner rows of g.outer elements and
-// output o sums column o. A bias gradient, dout summed over (B,T), is one.
+// output o sums column o. A bias gradient, dout summed over (B,T), is one,
+// which core/kernels/column_sum.h sums faster, with the same bits.
 bool sums_leading_rows(const Tensor& x, const ReduceGeometry& g) {
     if (!x.is_contiguous() || g.outer < 2 || g.inner < 2) return false;
     int64_t kept_extent = 1, reduced_stride = INT64_MAX;
@@ -125,30 +128,16 @@ bool sums_leading_rows(const Tensor& x, const ReduceGeometry& g) {
     return kept_extent <= reduced_stride;
 }
 
-// out[o] = sum over rows r of x[r * outer + o], in increasing r in double,
-// as reduce_kernel would fold it, but row by row so the inner loop reads
-// contiguous memory. Each thread owns a range of columns.
-template <typename T>
-void sum_rows(const T* x, const ReduceGeometry& g, T* out) {
-    const int64_t rows = g.inner, cols = g.outer;
-    parallel_for(0, cols, std::max<int64_t>(1, kElementwiseGrain / rows), [&](int64_t begin, int64_t end) {
-        std::vector<double> acc(static_cast<size_t>(end - begin), 0.0);
-        for (int64_t r = 0; r < rows; ++r) {
-            const T* row = x + r * cols;
-            for (int64_t j = begin; j < end; ++j) acc[j - begin] += row[j];
-        }
-        for (int64_t j = begin; j < end; ++j) out[j] = static_cast<T>(acc[j - begin]);
-    });
-}
-
 // The sum over `dims` in `dtype`. The geometry is taken from the tensor the
 // kernel reads (a converted copy has its own strides).
 Tensor sum_kernel(const Tensor& x, const Shape& dims, bool keepdim, DType dtype) {
     Tensor cx = converted(x, dtype);
     ReduceGeometry g = reduce_geometry(cx, dims, keepdim, "sum");
     Tensor out = empty(g.out_shape, dtype);
-    if (is_floating(dtype) && sums_leading_rows(cx, g)) {
-        dispatch_floating(dtype, "sum", [&]<typename T>(TypeTag<T>) { sum_rows(data_of<T>(cx), g, out.data_ptr<T>()); });
+    if (is_floating(dtype) && sums_leading_rows(cx, g) && use_fast_kernels()) {
+        dispatch_floating(dtype, "sum", [&]<typename T>(TypeTag<T>) {
+            column_sum(data_of<T>(cx), g.inner, g.outer, out.data_ptr<T>());
+        });
         return out;
     }
     dispatch_numeric(dtype, "sum", [&]<typename T>(TypeTag<T>) {
@@ -174,26 +163,26 @@ Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
     // forward: out = sum of x over dims, so every x element gets dout of its
     // output element: dx = dout (with the reduced dims back as 1s) expanded.
     if (needs_grad(x))
-        attach(out, dims.empty() ? "SumBackward0" : "SumBackward1", {x}, [in = x.shape(), k = g.keepdim_shape](const Tensor& dout) -> Grads {
-            return {dout.reshape(k).expand(in)};
-        });
+        attach(out, dims.empty() ? "SumBackward0" : "SumBackward1", {x},
+               [in = x.shape(), k = g.keepdim_shape](const Tensor& dout) -> Grads {
+                   return {dout.reshape(k).expand(in)};
+               });
     return out;
 }
 Tensor sum(const Tensor& x) { return sum(x, Shape{}, false); }
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim) { return sum(x, Shape{dim}, keepdim); }
 
 Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
-    if (!x.is_floating_point())
-        fail<DTypeError>("mean", "needs a floating point tensor, got ", dtype_name(x.dtype()), " of shape ", x.shape(),
-                         "; convert with to(kFloat32)");
+    check_floating(x, "mean");
     ReduceGeometry g = reduce_geometry(x, dims, keepdim, "mean");
     Tensor out = sum_kernel(x, dims, keepdim, x.dtype());
     out.div_(static_cast<double>(g.inner)); // an empty reduction gives 0/0 = nan, as PyTorch
     // forward: out = sum(x) / N, so dx = dout / N expanded over the reduced dims.
     if (needs_grad(x))
-        attach(out, dims.empty() ? "MeanBackward0" : "MeanBackward1", {x}, [in = x.shape(), k = g.keepdim_shape, n = g.inner](const Tensor& dout) -> Grads {
-            return {div(dout, static_cast<double>(n)).reshape(k).expand(in)};
-        });
+        attach(out, dims.empty() ? "MeanBackward0" : "MeanBackward1", {x},
+               [in = x.shape(), k = g.keepdim_shape, n = g.inner](const Tensor& dout) -> Grads {
+                   return {div(dout, static_cast<double>(n)).reshape(k).expand(in)};
+               });
     return out;
 }
 Tensor mean(const Tensor& x) { return mean(x, Shape{}, false); }
@@ -202,8 +191,7 @@ Tensor mean(const Tensor& x, int64_t dim, bool keepdim) { return mean(x, Shape{d
 // ---- var -------------------------------------------------------------------------------------------
 
 Tensor var(const Tensor& x, const Shape& dims, bool unbiased, bool keepdim) {
-    if (!x.is_floating_point())
-        fail<DTypeError>("var", "needs a floating point tensor, got ", dtype_name(x.dtype()), " of shape ", x.shape());
+    check_floating(x, "var");
     ReduceGeometry g = reduce_geometry(x, dims, keepdim, "var");
     double n = static_cast<double>(g.inner);
     double divisor = n - (unbiased ? 1.0 : 0.0);
@@ -259,7 +247,8 @@ ValuesIndices extreme(const Tensor& x, const Shape& dims, bool keepdim, bool gre
     if (x.dtype() == kBool) fail<DTypeError>(op, "is not supported on bool tensors (shape ", x.shape(), ")");
     ReduceGeometry g = reduce_geometry(x, dims, keepdim, op);
     if (g.inner == 0)
-        fail<IndexError>(op, "cannot take the ", greater ? "max" : "min", " of an empty dimension (shape ", x.shape(), ")");
+        fail<IndexError>(op, "cannot take the ", greater ? "max" : "min", " of an empty dimension (shape ", x.shape(),
+                         ")");
     Tensor values = empty(g.out_shape, x.dtype());
     Tensor indices = empty(g.out_shape, kInt64);
     dispatch_numeric(x.dtype(), op, [&]<typename T>(TypeTag<T>) {
@@ -280,7 +269,8 @@ ValuesIndices extreme(const Tensor& x, const Shape& dims, bool keepdim, bool gre
 // topk): dout's entries go back to the positions `indices` name, zero
 // elsewhere. dout and indices have `index_shape`: `in` with dim's size
 // replaced by the number picked.
-Tensor scatter_along_dim(const Tensor& dout, const Tensor& indices, int64_t dim, const Shape& in, const Shape& index_shape) {
+Tensor scatter_along_dim(const Tensor& dout, const Tensor& indices, int64_t dim, const Shape& in,
+                         const Shape& index_shape) {
     Tensor dx = zeros(in, dout.dtype());
     Tensor d = dout.reshape(index_shape).contiguous();
     Tensor idx = indices.reshape(index_shape).contiguous();
@@ -378,28 +368,28 @@ ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
             if (va != vb) return largest ? va > vb : va < vb;
             return a < b;
         };
-        parallel_for(0, s.outer * s.inner, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(s.size, 1)),
-                     [&](int64_t b, int64_t e) {
-                         std::vector<int64_t> order(s.size);
-                         for (int64_t r = b; r < e; ++r) {
-                             int64_t o = r / s.inner, j = r % s.inner;
-                             const T* row = px + o * s.size * s.inner + j;
-                             for (int64_t i = 0; i < s.size; ++i) order[i] = i;
-                             std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                                               [&](int64_t a, int64_t c) { return before(row, s.inner, a, c); });
-                             for (int64_t i = 0; i < k; ++i) {
-                                 int64_t out = o * k * s.inner + i * s.inner + j;
-                                 pv[out] = row[order[i] * s.inner];
-                                 pi[out] = order[i];
-                             }
-                         }
-                     });
+        parallel_for(0, s.outer * s.inner, grain_for(s.size), [&](int64_t b, int64_t e) {
+            std::vector<int64_t> order(s.size);
+            for (int64_t r = b; r < e; ++r) {
+                int64_t o = r / s.inner, j = r % s.inner;
+                const T* row = px + o * s.size * s.inner + j;
+                for (int64_t i = 0; i < s.size; ++i) order[i] = i;
+                std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                                  [&](int64_t a, int64_t c) { return before(row, s.inner, a, c); });
+                for (int64_t i = 0; i < k; ++i) {
+                    int64_t out = o * k * s.inner + i * s.inner + j;
+                    pv[out] = row[order[i] * s.inner];
+                    pi[out] = order[i];
+                }
+            }
+        });
     });
     // forward: values = x at the picked indices, so dx is dout scattered back there.
     if (needs_grad(x))
-        attach(values, "TopkBackward0", {x}, [idx = SavedTensor(indices), d, in = x.shape(), out_shape](const Tensor& dout) -> Grads {
-            return {scatter_along_dim(dout, idx.get(), d, in, out_shape)};
-        });
+        attach(values, "TopkBackward0", {x},
+               [idx = SavedTensor(indices), d, in = x.shape(), out_shape](const Tensor& dout) -> Grads {
+                   return {scatter_along_dim(dout, idx.get(), d, in, out_shape)};
+               });
     return {values, indices};
 }
 
@@ -410,7 +400,8 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
     // Undo broadcasting: sum the leading dims that `shape` lacks, and the dims
     // where `shape` has 1 but x does not; then drop the leading dims.
     int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
-    if (lead < 0) fail<ShapeError>("sum_to", "cannot sum a tensor of shape ", x.shape(), " to the larger shape ", shape);
+    if (lead < 0)
+        fail<ShapeError>("sum_to", "cannot sum a tensor of shape ", x.shape(), " to the larger shape ", shape);
     Shape dims;
     for (int64_t d = 0; d < x.dim(); ++d) {
         if (d < lead) dims.push_back(d);

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <numbers>
 
-#include "autograd.h"
-#include "exponential.h"
-#include "loops.h"
-#include "ops.h"
+#include "core/autograd/autograd.h"
+#include "core/kernels/exponential.h"
+#include "core/kernels/loops.h"
+#include "core/ops/ops.h"
 
 namespace ember {
 
@@ -33,7 +33,8 @@ Tensor float_unary(const char* op, const Tensor& x, F f) {
 template <typename F>
 Tensor numeric_unary(const char* op, const Tensor& x, F f) {
     Tensor out = empty(x.shape(), x.dtype());
-    dispatch_numeric(x.dtype(), op, [&]<typename T>(TypeTag<T>) { map_unary<T, T>(out, x, [f](T v) { return f(v); }); });
+    dispatch_numeric(x.dtype(), op,
+                     [&]<typename T>(TypeTag<T>) { map_unary<T, T>(out, x, [f](T v) { return f(v); }); });
     return out;
 }
 

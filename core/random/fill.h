@@ -1,6 +1,5 @@
-// Helpers shared by the random kernels: random.cpp (engine, uniform, integers,
-// Bernoulli, exponential), normal.cpp and multinomial.cpp. Private: ember.h
-// does not reach this file.
+// Helpers shared by the random fills (distributions.cpp, normal.cpp,
+// multinomial.cpp) and dropout. Private; defined in fill.cpp.
 //
 // PyTorch fills a tensor one element at a time in *memory* order: its
 // TensorIterator puts the dimension with the largest stride outermost. So a
@@ -11,8 +10,8 @@
 
 #include <cstdint>
 
-#include "loops.h"
-#include "random.h"
+#include "core/kernels/loops.h"
+#include "core/random/generator.h"
 
 namespace ember::internal {
 

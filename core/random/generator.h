@@ -4,9 +4,11 @@
 // the cached second sample of the scalar Box-Muller path. The distributions
 // (rand, randn, randint, uniform_, normal_, bernoulli_, exponential_,
 // multinomial, dropout masks) turn its words into numbers exactly as PyTorch
-// 1.13 does on an x86 CPU with AVX2, so the same seed gives the same tensors:
-// ../shared/spec/torch_rng.md is the specification, docs/random.md the tour.
-// Tests: tests/test_random.cpp (the spec's test vectors, to every bit).
+// 1.13 does on an x86 CPU with AVX2, so the same seed gives the same tensors.
+// docs/random.md gives every rule and how it was checked against PyTorch.
+// The engine is generator.cpp; the distributions are distributions.cpp,
+// normal.cpp and multinomial.cpp. Tests: tests/test_random.cpp (values
+// printed by torch, to every bit).
 #pragma once
 
 #include <array>

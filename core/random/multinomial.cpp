@@ -7,14 +7,14 @@
 //  * replacement=false: the Gumbel trick, argmax / top-k of probs / q with
 //    q ~ Exp(1) drawn over all rows at once;
 //  * replacement=true: a running-sum CDF per row and a binary search per sample.
-// Spec: /work/shared/spec/torch_rng.md §8; docs/random.md. Tests: tests/test_random.cpp.
+// docs/random.md ("Exponential and multinomial"). Tests: tests/test_random.cpp.
 #include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
 
-#include "ops.h"
-#include "random_internal.h"
+#include "core/ops/ops.h"
+#include "core/random/fill.h"
 
 namespace ember {
 
@@ -123,9 +123,7 @@ void sample_cdf(const Tensor& probs, int64_t num_samples, int64_t* out, Generato
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator* generator) {
     if (probs.dim() != 1 && probs.dim() != 2)
         fail<ShapeError>("multinomial", "probs must be 1-D (V) or 2-D (B,V), got shape ", probs.shape());
-    if (!probs.is_floating_point())
-        fail<DTypeError>("multinomial", "probs must be float32 or float64, got ", dtype_name(probs.dtype()),
-                         " of shape ", probs.shape());
+    check_floating(probs, "multinomial", "probs");
     if (num_samples <= 0)
         fail<ValueError>("multinomial", "num_samples must be positive, got ", num_samples, " (probs of shape ",
                          probs.shape(), ")");
@@ -134,8 +132,8 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
         fail<ValueError>("multinomial", "cannot draw ", num_samples, " samples without replacement from ", categories,
                          " categories (probs of shape ", probs.shape(), ")");
     if (categories > (int64_t{1} << 24))
-        fail<ValueError>("multinomial", "at most 2^24 categories, got ", categories, " (probs of shape ",
-                         probs.shape(), ")");
+        fail<ValueError>("multinomial", "at most 2^24 categories, got ", categories, " (probs of shape ", probs.shape(),
+                         ")");
     Shape out_shape = probs.dim() == 1 ? Shape{num_samples} : Shape{probs.shape()[0], num_samples};
     Tensor out = empty(out_shape, kInt64);
     if (out.numel() == 0) return out;

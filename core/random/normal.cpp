@@ -9,16 +9,17 @@
 //  * everything else: a scalar double Box-Muller that caches its second
 //    sample in the Generator, in memory order.
 // Not covered: the non-AVX2 kernels (unfused libm float path) and MKL.
-// Spec: /work/shared/spec/torch_rng.md §3; docs/random.md. Tests: tests/test_random.cpp.
+// docs/random.md ("Normal") walks through both paths with a worked example.
+// Tests: tests/test_random.cpp.
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
 
-#include "ops.h"
-#include "random_internal.h"
-#include "shape.h"
+#include "core/ops/ops.h"
+#include "core/random/fill.h"
+#include "core/tensor/shape.h"
 
 namespace ember {
 
@@ -187,9 +188,7 @@ double standard_normal(Generator& gen) {
 
 Tensor& Tensor::normal_(double mean, double std, Generator* generator) {
     check_fill_target(*this, "normal_");
-    if (!is_floating_point())
-        fail<DTypeError>("normal_", "needs a float32 or float64 tensor, got ", dtype_name(dtype()), " of shape ",
-                         shape());
+    check_floating(*this, "normal_");
     if (!(std >= 0.0))
         fail<ValueError>("normal_", "std must be >= 0, got std=", std, " (tensor of shape ", shape(), ")");
     Generator& gen = generator_or_default(generator);
@@ -220,9 +219,7 @@ Tensor randn(const Shape& shape, TensorOptions options, Generator* generator) {
 }
 
 Tensor randn_like(const Tensor& other, Generator* generator) {
-    if (!other.is_floating_point())
-        fail<DTypeError>("randn_like", "makes float32 or float64 tensors, got a ", dtype_name(other.dtype()),
-                         " tensor of shape ", other.shape());
+    check_floating(other, "randn_like");
     // Same strides as other when it is dense: a transposed input gives a
     // transposed (non-contiguous) result, which takes the scalar path.
     Tensor out = empty_preserving_layout(other, other.dtype());

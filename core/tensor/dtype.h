@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "error.h"
+#include "core/tensor/error.h"
 
 namespace ember {
 
@@ -60,13 +60,21 @@ inline DType promote_types(DType a, DType b) { return a > b ? a : b; }
 template <typename T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<bool>() { return DType::Bool; }
+constexpr DType dtype_of<bool>() {
+    return DType::Bool;
+}
 template <>
-constexpr DType dtype_of<int64_t>() { return DType::Int64; }
+constexpr DType dtype_of<int64_t>() {
+    return DType::Int64;
+}
 template <>
-constexpr DType dtype_of<float>() { return DType::Float32; }
+constexpr DType dtype_of<float>() {
+    return DType::Float32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::Float64; }
+constexpr DType dtype_of<double>() {
+    return DType::Float64;
+}
 
 // A value that stands for a type, so a generic lambda can receive one:
 //   dispatch(dtype, [&]<typename T>(TypeTag<T>) { kernel<T>(...); });

@@ -65,7 +65,7 @@ inline std::string shape_str(const Shape& shape) {
     return s + ")";
 }
 
-namespace detail {
+namespace internal {
 
 inline void append(std::ostringstream& out, const Shape& shape) { out << shape_str(shape); }
 
@@ -74,7 +74,7 @@ void append(std::ostringstream& out, const T& value) {
     out << value;
 }
 
-} // namespace detail
+} // namespace internal
 
 // fail<ShapeError>("matmul", "inner dimensions differ: a is ", a.shape(), ...)
 // throws ShapeError("[matmul] inner dimensions differ: a is (4,8), ...").
@@ -83,7 +83,7 @@ template <typename E, typename... Parts>
 [[noreturn]] void fail(const std::string& op, const Parts&... parts) {
     std::ostringstream out;
     out << "[" << op << "] ";
-    (detail::append(out, parts), ...);
+    (internal::append(out, parts), ...);
     throw E(out.str());
 }
 

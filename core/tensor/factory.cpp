@@ -3,13 +3,13 @@
 // Every factory returns a fresh contiguous tensor that owns its storage.
 // Dtypes follow PyTorch: float32 unless given, except that full, arange and
 // tensor({...}) infer int64, float32 or bool from their values.
-// The random factories live in random.cpp. Tests: tests/test_factory.cpp.
+// The random factories live in core/random/. Tests: tests/test_factory.cpp.
 #include <cmath>
 
-#include "autograd.h"
-#include "loops.h"
-#include "ops.h"
-#include "shape.h"
+#include "core/autograd/autograd.h"
+#include "core/kernels/loops.h"
+#include "core/ops/ops.h"
+#include "core/tensor/shape.h"
 
 namespace ember {
 

@@ -1,8 +1,9 @@
-// Helpers shared by ember's .cpp files; not part of the public API (the
-// umbrella header does not include this file).
+// Helpers shared by ember's own files (core/, nn/): not part of the public
+// API, never installed. Everything private to ember lives in namespace
+// ember::internal; core/README.md lists the private headers.
 #pragma once
 
-#include "tensor.h"
+#include "core/tensor/tensor.h"
 
 namespace ember::internal {
 
@@ -41,6 +42,10 @@ void check_writable(const Tensor& t, const char* op);
 // `src` if it cannot alias `dst`, else a private copy of it: an in-place op
 // that reads src while writing dst must not see its own writes.
 Tensor unaliased(const Tensor& src, const Tensor& dst);
+
+// Throws a DTypeError unless t is float32 or float64, naming the op, what t
+// is to it ("the input", "logits", ...), t's dtype and its shape.
+void check_floating(const Tensor& t, const char* op, const char* what = "the input");
 
 // Raises the storage version of an in-place op's target (see SavedTensor).
 inline void bump_version(const Tensor& t) { t.storage()->bump_version(); }

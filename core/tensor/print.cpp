@@ -9,7 +9,7 @@
 // dtype, grad_fn or requires_grad) are appended. Printing only reads memory:
 // it runs no op, so it never records autograd history.
 // Rules and a worked example: docs/printing.md. Tests: tests/test_print.cpp.
-#include "print.h"
+#include "core/tensor/print.h"
 
 #include <algorithm>
 #include <charconv>
@@ -19,8 +19,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd.h"
-#include "tensor.h"
+#include "core/autograd/autograd.h"
+#include "core/tensor/tensor.h"
 
 namespace ember {
 
@@ -136,7 +136,7 @@ public:
                 sci_mode_ = spread || min_abs < 1.0e-4;
             }
             for (double v : values) {
-                int64_t w = sci_mode_  ? length(python_format(v, std::chars_format::scientific, precision_))
+                int64_t w = sci_mode_   ? length(python_format(v, std::chars_format::scientific, precision_))
                             : int_mode_ ? length(python_format(v, std::chars_format::fixed, 0)) + 1 // the "."
                                         : length(python_format(v, std::chars_format::fixed, precision_));
                 width_ = std::max(width_, w);
@@ -262,8 +262,7 @@ std::string row_str(const Elements<T>& e, const Formatter<T>& formatter, size_t 
 // rows by one newline, matrices by a blank line, 3-D blocks by two -- and are
 // indented one column further than their parent's bracket.
 template <typename T>
-std::string block_str(const Elements<T>& e, const Formatter<T>& formatter, size_t d, int64_t offset,
-                      int64_t indent) {
+std::string block_str(const Elements<T>& e, const Formatter<T>& formatter, size_t d, int64_t offset, int64_t indent) {
     size_t dims_left = e.shape.size() - d;
     if (dims_left == 0) return formatter.format(e.data[offset]);
     if (dims_left == 1) return row_str(e, formatter, d, offset, indent);
@@ -345,10 +344,8 @@ std::string to_string(const Tensor& t) {
         if (t.dtype() == kFloat64) suffixes.push_back("dtype=torch.float64");
         body = dispatch(t.dtype(), [&]<typename T>(TypeTag<T>) { return values_str<T>(t, options, indent); });
     }
-    if (t.grad_fn())
-        suffixes.push_back("grad_fn=<" + t.grad_fn()->name() + ">");
-    else if (t.requires_grad())
-        suffixes.push_back("requires_grad=True");
+    if (t.grad_fn()) suffixes.push_back("grad_fn=<" + t.grad_fn()->name() + ">");
+    else if (t.requires_grad()) suffixes.push_back("requires_grad=True");
     return add_suffixes(prefix + body, suffixes, indent, options.linewidth);
 }
 

@@ -13,22 +13,26 @@
 #include <limits>
 #include <type_traits>
 
-#include "dtype.h"
+#include "core/tensor/dtype.h"
 
 namespace ember {
 
+namespace internal {
+// Any C++ number: the integers (bool included) and the floating types.
+template <typename T>
+concept Arithmetic = std::is_arithmetic_v<T>;
+} // namespace internal
+
 class Scalar {
 public:
-    template <typename T>
-        requires std::is_arithmetic_v<T>
+    template <internal::Arithmetic T>
     Scalar(T value) // NOLINT: implicit on purpose, so `x * 2` works
         : integral_(std::is_integral_v<T>), boolean_(std::is_same_v<T, bool>) {
         if constexpr (std::is_integral_v<T>) {
             // Every C++ integer but an unsigned one above INT64_MAX fits; those saturate.
             if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(int64_t))
                 integer_ = value > static_cast<T>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(value);
-            else
-                integer_ = static_cast<int64_t>(value);
+            else integer_ = static_cast<int64_t>(value);
             value_ = static_cast<double>(integer_);
         } else {
             value_ = static_cast<double>(value);

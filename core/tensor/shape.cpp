@@ -1,5 +1,5 @@
 // Shape arithmetic: see shape.h.
-#include "shape.h"
+#include "core/tensor/shape.h"
 
 #include <limits>
 
@@ -25,8 +25,8 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
     // A scalar still accepts dim 0 and -1, as in PyTorch.
     int64_t range = std::max<int64_t>(ndim, 1);
     if (dim < -range || dim >= range)
-        fail<IndexError>(op, "dimension ", dim, " is out of range for a tensor with ", ndim,
-                         " dimensions (expected ", -range, " to ", range - 1, ")");
+        fail<IndexError>(op, "dimension ", dim, " is out of range for a tensor with ", ndim, " dimensions (expected ",
+                         -range, " to ", range - 1, ")");
     return dim < 0 ? dim + range : dim;
 }
 
@@ -38,8 +38,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
         int64_t sa = i < n - a.size() ? 1 : a[i - (n - a.size())];
         int64_t sb = i < n - b.size() ? 1 : b[i - (n - b.size())];
         if (sa != sb && sa != 1 && sb != 1)
-            fail<ShapeError>(op, "shapes ", a, " and ", b, " do not broadcast: size ", sa, " vs ", sb,
-                             " at dimension ", static_cast<int64_t>(i) - static_cast<int64_t>(n));
+            fail<ShapeError>(op, "shapes ", a, " and ", b, " do not broadcast: size ", sa, " vs ", sb, " at dimension ",
+                             static_cast<int64_t>(i) - static_cast<int64_t>(n));
         out[i] = sa == 1 ? sb : sa;
     }
     return out;

@@ -4,12 +4,12 @@
 // Broadcasting lines two shapes up from the right; each pair of sizes must be
 // equal or contain a 1, and the result takes the larger. (3,1,5) and (4,5)
 // broadcast to (3,4,5). docs/tensor.md explains it with pictures.
-// Tests: tests/test_views.cpp, tests/test_elementwise.cpp.
+// Tests: tests/test_views.cpp, tests/test_binary.cpp (broadcasting), tests/test_errors.cpp.
 #pragma once
 
 #include <string>
 
-#include "error.h"
+#include "core/tensor/error.h"
 
 namespace ember {
 

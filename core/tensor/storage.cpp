@@ -1,15 +1,13 @@
 // Storage: aligned allocation and release, through a cache that recycles
 // buffers. See storage.h.
 //
-// Why a cache. A training step allocates the same tensors every step. At the
-// lecture config the attention scores and feed-forward activations are 100 MB
-// each, dozens per step; glibc serves blocks that large with a fresh mmap and
-// unmaps them on free, so every step the kernel hands out new pages and
-// zeroes each one on first touch: perf put 28% of a lecture step in the
-// kernel's clear_page, and a third of the wall time in the system. At the
-// tiny config the tensors are a few KiB, hundreds per step, and glibc's
-// aligned allocation path (memalign) with the merging of freed blocks took
-// 6% of a step; a hit here is a mutex and a vector pop.
+// Why a cache. A training step allocates the same tensors every step. glibc
+// serves large blocks (attention's scores, 100 MB each at the lecture size)
+// with a fresh mmap and unmaps them on free, so every step the kernel hands
+// out new pages and zeroes each one on first touch; small blocks go through
+// glibc's aligned allocation path and the merging of freed blocks. Both
+// showed in profiles of a training step (docs/performance.md, "A buffer
+// cache"); a hit here is a mutex and a vector pop.
 //
 // The rule. A released buffer is kept, and the next request of its size
 // takes it back (the one released last: its memory is the likeliest to still
@@ -23,7 +21,7 @@
 // without a page fault, a pattern of new sizes cannot pile up unused
 // buffers, and peak memory is what it was without the cache. empty_cache()
 // releases every kept buffer.
-#include "storage.h"
+#include "core/tensor/storage.h"
 
 #include <array>
 #include <bit>

@@ -1,14 +1,15 @@
 // Tensor's accessors, copies and conversions: the parts of tensor.h that are
-// neither views (view.cpp), math (ops.h) nor autograd (autograd.cpp).
-#include "tensor.h"
+// neither views (view.cpp), math (core/ops/) nor autograd
+// (core/autograd/autograd.cpp); and the private helpers of internal.h.
+#include "core/tensor/tensor.h"
 
 #include <cmath>
 
-#include "autograd.h"
-#include "internal.h"
-#include "loops.h"
-#include "ops.h"
-#include "shape.h"
+#include "core/autograd/autograd.h"
+#include "core/kernels/loops.h"
+#include "core/ops/ops.h"
+#include "core/tensor/internal.h"
+#include "core/tensor/shape.h"
 
 namespace ember {
 
@@ -87,8 +88,7 @@ void copy_elements(const Tensor& dst, const Tensor& src) {
             D* out = static_cast<D*>(dst.storage()->data()) + dst.storage_offset();
             const S* in = static_cast<const S*>(src.storage()->data()) + src.storage_offset();
             parallel_for_each_run(layout, dst.numel(), [&](auto off, auto step, int64_t n) {
-                for (int64_t i = 0; i < n; ++i)
-                    out[off[0] + i * step[0]] = cast_value<D>(in[off[1] + i * step[1]]);
+                for (int64_t i = 0; i < n; ++i) out[off[0] + i * step[0]] = cast_value<D>(in[off[1] + i * step[1]]);
             });
         });
     });
@@ -97,8 +97,7 @@ void copy_elements(const Tensor& dst, const Tensor& src) {
 Shape broadcast_strides(const Tensor& t, const Shape& shape) {
     Shape strides(shape.size(), 0);
     size_t lead = shape.size() - t.shape().size();
-    for (size_t i = 0; i < t.shape().size(); ++i)
-        strides[lead + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];
+    for (size_t i = 0; i < t.shape().size(); ++i) strides[lead + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];
     return strides;
 }
 
@@ -128,6 +127,11 @@ Tensor unaliased(const Tensor& src, const Tensor& dst) {
     Tensor copy = empty(src.shape(), src.dtype());
     copy_elements(copy, src);
     return copy;
+}
+
+void check_floating(const Tensor& t, const char* op, const char* what) {
+    if (!t.is_floating_point())
+        fail<DTypeError>(op, what, " must be float32 or float64, got ", dtype_name(t.dtype()), " of shape ", t.shape());
 }
 
 DimSplit split_at(const Shape& shape, int64_t dim) {
@@ -191,11 +195,11 @@ Tensor& Tensor::fill_(Scalar value) {
     internal::check_writable(*this, "fill_");
     // The value is converted to the tensor's dtype, as PyTorch does.
     if (numel() > 0) {
-        StridedLayout<1> layout(shape(), {&strides()});
+        internal::StridedLayout<1> layout(shape(), {&strides()});
         dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
             T* data = static_cast<T*>(storage()->data()) + storage_offset();
             T v = value.to<T>();
-            parallel_for_each_run(layout, numel(), [&](auto off, auto step, int64_t n) {
+            internal::parallel_for_each_run(layout, numel(), [&](auto off, auto step, int64_t n) {
                 for (int64_t i = 0; i < n; ++i) data[off[0] + i * step[0]] = v;
             });
         });

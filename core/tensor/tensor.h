@@ -5,7 +5,7 @@
 // (transpose, slicing, expand, ...) make a new TensorImpl over the same
 // Storage, so they cost no copy. Copying a Tensor copies the handle: both
 // names refer to the same tensor, as in PyTorch. docs/tensor.md walks through
-// it; the free functions behind the methods are declared in ops.h.
+// it; the free functions behind the methods are declared in core/ops/ops.h.
 // Tests: tests/test_tensor.cpp, tests/test_views.cpp.
 #pragma once
 
@@ -18,10 +18,10 @@
 #include <variant>
 #include <vector>
 
-#include "dtype.h"
-#include "error.h"
-#include "scalar.h"
-#include "storage.h"
+#include "core/tensor/dtype.h"
+#include "core/tensor/error.h"
+#include "core/tensor/scalar.h"
+#include "core/tensor/storage.h"
 
 namespace ember {
 
@@ -38,12 +38,12 @@ struct TensorImpl {
     DType dtype = DType::Float32;
 
     // Autograd state (docs/autograd.md).
-    bool requires_grad = false;              // set on leaves by the user, on results by ops
-    std::shared_ptr<Node> grad_fn;           // the node that computed this tensor; null for leaves
-    std::shared_ptr<TensorImpl> grad;        // accumulated gradient of a leaf (or a retain_grad tensor)
-    std::weak_ptr<Node> grad_accumulator;    // a leaf's AccumulateGrad node while a graph uses it
-    std::shared_ptr<TensorImpl> view_base;   // for a view, the tensor it views (in-place checks)
-    uint64_t view_history_version = 0;       // for a view, its storage's history_version when taken
+    bool requires_grad = false;            // set on leaves by the user, on results by ops
+    std::shared_ptr<Node> grad_fn;         // the node that computed this tensor; null for leaves
+    std::shared_ptr<TensorImpl> grad;      // accumulated gradient of a leaf (or a retain_grad tensor)
+    std::weak_ptr<Node> grad_accumulator;  // a leaf's AccumulateGrad node while a graph uses it
+    std::shared_ptr<TensorImpl> view_base; // for a view, the tensor it views (in-place checks)
+    uint64_t view_history_version = 0;     // for a view, its storage's history_version when taken
 };
 
 // One entry of Tensor::index: an integer selects (and drops the dimension),
@@ -65,8 +65,16 @@ class TensorOptions {
 public:
     TensorOptions() = default;
     TensorOptions(DType dtype) : dtype_(dtype) {} // NOLINT: implicit on purpose
-    TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
-    TensorOptions requires_grad(bool on) const { auto o = *this; o.requires_grad_ = on; return o; }
+    TensorOptions dtype(DType d) const {
+        auto o = *this;
+        o.dtype_ = d;
+        return o;
+    }
+    TensorOptions requires_grad(bool on) const {
+        auto o = *this;
+        o.requires_grad_ = on;
+        return o;
+    }
     // Factories that infer a dtype from their values (full, arange) use the
     // inferred one when none was set; the others use float32.
     DType dtype_or(DType fallback) const { return dtype_.value_or(fallback); }
@@ -109,8 +117,7 @@ public:
     template <typename T>
     T* data_ptr() const {
         if (dtype_of<T>() != dtype())
-            fail<DTypeError>("data_ptr", "tensor is ", dtype_name(dtype()), ", asked for ",
-                             dtype_name(dtype_of<T>()));
+            fail<DTypeError>("data_ptr", "tensor is ", dtype_name(dtype()), ", asked for ", dtype_name(dtype_of<T>()));
         return static_cast<T*>(checked().storage->data()) + checked().offset;
     }
 
@@ -119,7 +126,7 @@ public:
     T item() const;
     double item() const { return item<double>(); }
 
-    // ---- autograd (core/autograd.cpp) ---------------------------------------
+    // ---- autograd (core/autograd/autograd.cpp) ---------------------------------------
     bool requires_grad() const { return checked().requires_grad; }
     // Marks a leaf as a parameter to differentiate with respect to.
     Tensor& requires_grad_(bool on = true);
@@ -138,7 +145,7 @@ public:
     // The same data, cut off from the graph.
     Tensor detach() const;
 
-    // ---- views: no copy, shared storage (core/view.cpp) ---------------------
+    // ---- views: no copy, shared storage (core/tensor/view.cpp) ---------------------
     Tensor view(const Shape& shape) const;
     Tensor reshape(const Shape& shape) const;
     Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
@@ -175,13 +182,13 @@ public:
     Tensor& div_(Scalar other);
     Tensor& masked_fill_(const Tensor& mask, Scalar value);
 
-    // ---- random fills, drawn from `generator` or the default one (core/random.cpp)
+    // ---- random fills, drawn from `generator` or the default one (core/random/)
     Tensor& uniform_(double from = 0.0, double to = 1.0, Generator* generator = nullptr);
     Tensor& normal_(double mean = 0.0, double std = 1.0, Generator* generator = nullptr);
     Tensor& bernoulli_(double p = 0.5, Generator* generator = nullptr);
     Tensor& exponential_(double lambd = 1.0, Generator* generator = nullptr);
 
-    // ---- math, as in ops.h ---------------------------------------------------
+    // ---- math, as in core/ops/ops.h -----------------------------------------
     Tensor matmul(const Tensor& other) const;
     Tensor pow(Scalar exponent) const;
     Tensor exp() const;
@@ -227,7 +234,7 @@ struct ValuesIndices {
     Tensor indices;
 };
 
-// Prints as PyTorch does: tensor([[-2.0260, -2.0655], ...]) (core/print.cpp).
+// Prints as PyTorch does: tensor([[-2.0260, -2.0655], ...]) (core/tensor/print.cpp).
 std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
 std::string to_string(const Tensor& tensor);
 

@@ -11,8 +11,8 @@
 #include <initializer_list>
 #include <vector>
 
-#include "error.h"
-#include "tensor.h"
+#include "core/tensor/error.h"
+#include "core/tensor/tensor.h"
 
 namespace ember {
 
@@ -24,7 +24,7 @@ Tensor from_vector(const std::vector<int>& values, const Shape& shape = {}, Tens
 Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape = {}, TensorOptions options = {});
 Tensor from_vector(const std::vector<bool>& values, const Shape& shape = {}, TensorOptions options = {});
 
-namespace detail {
+namespace internal {
 
 // Records the length of a brace list at `depth` in `shape`, or checks it
 // against the length already recorded there by an earlier row.
@@ -57,25 +57,25 @@ Tensor from_nested(Nested values, TensorOptions options) {
     return from_vector(flat, shape, options);
 }
 
-} // namespace detail
+} // namespace internal
 
 template <typename T>
 Tensor tensor(std::initializer_list<T> values, TensorOptions options = {}) {
-    return detail::from_nested<T>(values, options);
+    return internal::from_nested<T>(values, options);
 }
 template <typename T>
 Tensor tensor(std::initializer_list<std::initializer_list<T>> values, TensorOptions options = {}) {
-    return detail::from_nested<T>(values, options);
+    return internal::from_nested<T>(values, options);
 }
 template <typename T>
 Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values,
               TensorOptions options = {}) {
-    return detail::from_nested<T>(values, options);
+    return internal::from_nested<T>(values, options);
 }
 template <typename T>
 Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> values,
               TensorOptions options = {}) {
-    return detail::from_nested<T>(values, options);
+    return internal::from_nested<T>(values, options);
 }
 
 } // namespace ember

@@ -1,6 +1,6 @@
 // Tensor's math methods: each one calls the free function of the same name in
-// ops.h, so x.sum(1, true) and sum(x, 1, true) are the same op.
-#include "ops.h"
+// core/ops/ops.h, so x.sum(1, true) and sum(x, 1, true) are the same op.
+#include "core/ops/ops.h"
 
 namespace ember {
 

@@ -9,10 +9,10 @@
 #include <numeric>
 #include <optional>
 
-#include "autograd.h"
-#include "internal.h"
-#include "ops.h"
-#include "shape.h"
+#include "core/autograd/autograd.h"
+#include "core/ops/ops.h"
+#include "core/tensor/internal.h"
+#include "core/tensor/shape.h"
 
 namespace ember {
 
@@ -41,8 +41,7 @@ static Shape infer_size(const Shape& shape, int64_t numel, const char* op, const
                              " elements)");
         out[*infer] = numel / known;
     } else if (known != numel) {
-        fail<ShapeError>(op, "shape ", shape, " is invalid for a tensor of shape ", from, " (", numel,
-                         " elements)");
+        fail<ShapeError>(op, "shape ", shape, " is invalid for a tensor of shape ", from, " (", numel, " elements)");
     }
     return out;
 }
@@ -51,8 +50,7 @@ static Shape infer_size(const Shape& shape, int64_t numel, const char* op, const
 // old_strides), or nothing if no strides can. The old dims are cut into
 // chunks that are contiguous in memory; each chunk must be covered exactly by
 // consecutive new dims. (PyTorch's computeStride, same algorithm.)
-static std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strides,
-                                         const Shape& new_shape) {
+static std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape) {
     if (shape_numel(old_shape) == 0) return contiguous_strides(new_shape);
     if (old_shape.empty()) return Shape(new_shape.size(), 1);
     Shape new_strides(new_shape.size());
@@ -91,9 +89,8 @@ Tensor Tensor::view(const Shape& shape) const {
     Tensor out = make_view(*this, target, *new_strides, storage_offset());
     // forward: out = x seen as `target`, so dx = dout seen as x's shape.
     if (needs_grad(*this))
-        attach(out, "ViewBackward0", {*this}, [in = this->shape()](const Tensor& dout) -> Grads {
-            return {dout.reshape(in)};
-        });
+        attach(out, "ViewBackward0", {*this},
+               [in = this->shape()](const Tensor& dout) -> Grads { return {dout.reshape(in)}; });
     return out;
 }
 
@@ -108,8 +105,7 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
     int64_t start = wrap_dim(start_dim, dim(), "flatten");
     int64_t end = wrap_dim(end_dim, dim(), "flatten");
     if (start > end)
-        fail<ValueError>("flatten", "start_dim ", start_dim, " comes after end_dim ", end_dim, " for shape ",
-                         shape());
+        fail<ValueError>("flatten", "start_dim ", start_dim, " comes after end_dim ", end_dim, " for shape ", shape());
     Shape target(shape().begin(), shape().begin() + start);
     int64_t merged = 1;
     for (int64_t d = start; d <= end; ++d) merged *= shape()[d];
@@ -166,9 +162,8 @@ Tensor Tensor::permute(const Shape& dims) const {
     if (needs_grad(*this)) {
         Shape inverse(order.size());
         for (size_t i = 0; i < order.size(); ++i) inverse[order[i]] = static_cast<int64_t>(i);
-        attach(out, "PermuteBackward0", {*this}, [inverse](const Tensor& dout) -> Grads {
-            return {dout.permute(inverse)};
-        });
+        attach(out, "PermuteBackward0", {*this},
+               [inverse](const Tensor& dout) -> Grads { return {dout.permute(inverse)}; });
     }
     return out;
 }
@@ -242,11 +237,12 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
     Tensor out = make_view(*this, new_shape, new_strides, storage_offset() + begin * strides()[d]);
     // forward: out = x[begin:end:step] along d, so dx is zero except there, where it is dout.
     if (needs_grad(*this))
-        attach(out, "SliceBackward0", {*this}, [in = shape(), dtype = dtype(), d, begin, end, step](const Tensor& dout) -> Grads {
-            Tensor dx = zeros(in, dtype);
-            dx.slice(d, begin, end, step).copy_(dout);
-            return {dx};
-        });
+        attach(out, "SliceBackward0", {*this},
+               [in = shape(), dtype = dtype(), d, begin, end, step](const Tensor& dout) -> Grads {
+                   Tensor dx = zeros(in, dtype);
+                   dx.slice(d, begin, end, step).copy_(dout);
+                   return {dx};
+               });
     return out;
 }
 
@@ -259,8 +255,8 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
                          " (shape ", shape(), ")");
     if (start < 0) start += size;
     if (length < 0 || length > size - start)
-        fail<IndexError>("narrow", "start ", start, " + length ", length, " exceeds dimension ", dim, " of size ",
-                         size, " (shape ", shape(), ")");
+        fail<IndexError>("narrow", "start ", start, " + length ", length, " exceeds dimension ", dim, " of size ", size,
+                         " (shape ", shape(), ")");
     return slice(d, start, start + length);
 }
 
@@ -332,8 +328,8 @@ Tensor Tensor::expand(const Shape& shape) const {
             new_shape[i] = want;
             new_strides[i] = 0; // a broadcast dim: stride 0 repeats the one element
         } else {
-            fail<ShapeError>("expand", "cannot expand a tensor of shape ", this->shape(), " to ", shape,
-                             ": size ", have, " at dimension ", j, " is not 1");
+            fail<ShapeError>("expand", "cannot expand a tensor of shape ", this->shape(), " to ", shape, ": size ",
+                             have, " at dimension ", j, " is not 1");
         }
     }
     if (new_shape == this->shape()) return *this;
@@ -341,9 +337,8 @@ Tensor Tensor::expand(const Shape& shape) const {
     Tensor out = make_view(*this, new_shape, new_strides, storage_offset());
     // forward: out repeats x along broadcast dims, so dx sums dout over them.
     if (needs_grad(*this))
-        attach(out, "ExpandBackward0", {*this}, [in = this->shape()](const Tensor& dout) -> Grads {
-            return {sum_to(dout, in)};
-        });
+        attach(out, "ExpandBackward0", {*this},
+               [in = this->shape()](const Tensor& dout) -> Grads { return {sum_to(dout, in)}; });
     return out;
 }
 
@@ -399,8 +394,6 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) { return x.chunk(chunks, dim); }
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) { return x.split(split_size, dim); }
-std::vector<Tensor> split(const Tensor& x, const Shape& split_sizes, int64_t dim) {
-    return x.split(split_sizes, dim);
-}
+std::vector<Tensor> split(const Tensor& x, const Shape& split_sizes, int64_t dim) { return x.split(split_sizes, dim); }
 
 } // namespace ember

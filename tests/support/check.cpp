@@ -137,7 +137,8 @@ std::shared_ptr<nn::Module> check_module_case(const Fixtures& fixtures, const st
     Tensor out = module->forward(inputs[0]);
     require_close(out, fixtures.tensor(name + ".out"), tol, name + ": output");
     out.backward(fixtures.tensor(name + ".dout"));
-    if (fixtures.has(name + ".din0")) require_close(inputs[0].grad(), fixtures.tensor(name + ".din0"), tol, name + ": din0");
+    if (fixtures.has(name + ".din0"))
+        require_close(inputs[0].grad(), fixtures.tensor(name + ".din0"), tol, name + ": din0");
     for (const auto& [pname, p] : module->named_parameters()) {
         Tensor grad = p.grad().defined() ? p.grad() : zeros_like(p);
         require_close(grad, fixtures.tensor(name + ".grad." + pname), tol, name + ": gradient of " + pname);

@@ -80,9 +80,9 @@ Fixtures::Fixtures(const std::string& family) : family_(family) {
         } else {
             std::vector<int64_t> values;
             while (in >> v) values.push_back(std::stoll(v));
-            tensors_[name] = from_vector(values, Shape{static_cast<int64_t>(values.size())},
-                                         dtype == "bool" ? kBool : kInt64)
-                                 .reshape(shape);
+            tensors_[name] =
+                from_vector(values, Shape{static_cast<int64_t>(values.size())}, dtype == "bool" ? kBool : kInt64)
+                    .reshape(shape);
         }
     }
 }

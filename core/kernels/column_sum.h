@@ -1,0 +1,31 @@
+// The sum of a matrix's rows, column by column, read row by row: a faster
+// way to sum a contiguous tensor over its leading dims (a bias gradient,
+// dout summed over (B,T)) than one strided column at a time. Private:
+// core/ops/reduce.cpp calls it when the fast kernels are on (dispatch.h).
+// The bits are those of the plain reduction: each column summed in double,
+// over increasing rows. Tests: tests/test_kernels.cpp.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/kernels/parallel.h"
+
+namespace ember::internal {
+
+// out[j] = sum over r in [0, rows) of x[r * cols + j], accumulated in double
+// in increasing r. Threads own ranges of columns; the inner loop reads
+// contiguous memory.
+template <typename T>
+void column_sum(const T* x, int64_t rows, int64_t cols, T* out) {
+    parallel_for(0, cols, grain_for(rows), [&](int64_t begin, int64_t end) {
+        std::vector<double> acc(static_cast<size_t>(end - begin), 0.0);
+        for (int64_t r = 0; r < rows; ++r) {
+            const T* row = x + r * cols;
+            for (int64_t j = begin; j < end; ++j) acc[j - begin] += row[j];
+        }
+        for (int64_t j = begin; j < end; ++j) out[j] = static_cast<T>(acc[j - begin]);
+    });
+}
+
+} // namespace ember::internal

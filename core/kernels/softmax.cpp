@@ -1,0 +1,187 @@
+// Softmax rows, fast: see softmax.h. Each function computes, row by row, the
+// same float operations in the same order as core/ops/softmax.cpp.
+#include "core/kernels/softmax.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "core/kernels/exponential.h"
+#include "core/kernels/parallel.h"
+#include "core/kernels/vectorize.h"
+
+namespace ember::internal {
+
+namespace {
+
+// softmax over `rows` contiguous rows of n (out may be x). Rows longer than
+// half the buffer go one at a time; shorter ones are exponentiated a block
+// of rows at a time, in one loop over the buffer.
+template <typename T>
+EMBER_VECTOR_CLONES void softmax_rows(const T* x, T* out, int64_t rows, int64_t n) {
+    constexpr int64_t kBuffer = 256;
+    if (n > kBuffer / 2) {
+        for (int64_t r = 0; r < rows; ++r) {
+            const T* xr = x + r * n;
+            T* orow = out + r * n;
+            T m = -std::numeric_limits<T>::infinity();
+            for (int64_t i = 0; i < n; ++i) m = std::max(m, xr[i]);
+            const T scale = T(1) / static_cast<T>(sum_exp(xr, 1, n, m, orow));
+            for (int64_t i = 0; i < n; ++i) orow[i] *= scale;
+        }
+        return;
+    }
+    const int64_t block = kBuffer / n;
+    T e[kBuffer], m[kBuffer];
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+        const int64_t nr = std::min(block, rows - r0);
+        const T* xb = x + r0 * n;
+        T* ob = out + r0 * n;
+        for (int64_t r = 0; r < nr; ++r) {
+            T mx = -std::numeric_limits<T>::infinity();
+            for (int64_t i = 0; i < n; ++i) mx = std::max(mx, xb[r * n + i]);
+            m[r] = mx;
+        }
+        for (int64_t r = 0; r < nr; ++r)
+            for (int64_t i = 0; i < n; ++i) e[r * n + i] = xb[r * n + i] - m[r];
+        for (int64_t j = 0; j < nr * n; ++j) e[j] = exponential(e[j]);
+        for (int64_t r = 0; r < nr; ++r) {
+            double sum = 0;
+            for (int64_t i = 0; i < n; ++i) sum += e[r * n + i];
+            const T scale = T(1) / static_cast<T>(sum);
+            for (int64_t i = 0; i < n; ++i) ob[r * n + i] = e[r * n + i] * scale;
+        }
+    }
+}
+
+// The rows of a mask already expanded to x's shape (undefined: nothing is
+// masked). Row r's index splits over the leading dims like a multi-digit
+// number; broadcast dims (stride 0) move nothing, so the pattern of mask
+// rows repeats with the span of the outermost dim that does move: for
+// attention's (T,T) mask expanded to (B,NH,T,T), every T rows. Where each
+// row of one period starts is worked out once; the loops then step through
+// the period instead of dividing per row (which, per row of 8, would cost
+// as much as the row's arithmetic).
+struct MaskRows {
+    const bool* data = nullptr;
+    int64_t step = 0;             // stride along a row
+    std::vector<int64_t> offsets; // row r starts at data + offsets[r % period]
+
+    explicit MaskRows(const Tensor& m) {
+        if (!m.defined()) return;
+        data = m.data_ptr<bool>();
+        step = m.strides().back();
+        struct Dim {
+            int64_t rows_per_step, size, stride;
+        };
+        std::vector<Dim> dims; // the dims that move, innermost first
+        int64_t rows = 1;
+        for (int64_t d = m.dim() - 2; d >= 0; --d) {
+            if (m.strides()[d] != 0) dims.push_back({rows, m.shape()[d], m.strides()[d]});
+            rows *= m.shape()[d];
+        }
+        const int64_t period = dims.empty() ? 1 : dims.back().rows_per_step * dims.back().size;
+        offsets.assign(static_cast<size_t>(period), 0);
+        for (int64_t r = 0; r < period; ++r)
+            for (const Dim& d : dims) offsets[r] += r / d.rows_per_step % d.size * d.stride;
+    }
+    int64_t period() const { return static_cast<int64_t>(offsets.size()); }
+
+    // Calls f(r, mask_row) for the rows r in [begin, end); mask_row is null
+    // when nothing is masked.
+    template <typename F>
+    void for_rows(int64_t begin, int64_t end, const F& f) const {
+        if (!data) {
+            for (int64_t r = begin; r < end; ++r) f(r, static_cast<const bool*>(nullptr));
+            return;
+        }
+        int64_t j = begin % period();
+        for (int64_t r = begin; r < end; ++r) {
+            f(r, data + offsets[j]);
+            if (++j == period()) j = 0;
+        }
+    }
+};
+
+template <typename T>
+void masked_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s, bool divide) {
+    const MaskRows masks(mask);
+    const int64_t block = std::max<int64_t>(1, 1024 / n); // rows filled, then softmaxed, while in L1
+    constexpr T kMasked = -std::numeric_limits<T>::infinity();
+    parallel_for(0, rows, grain_for(n), [&](int64_t b, int64_t e) {
+        for (int64_t r0 = b; r0 < e; r0 += block) {
+            const int64_t r1 = std::min(e, r0 + block);
+            // Scale the block in one loop, then mask row by row.
+            const T* xb = x + r0 * n;
+            T* yb = y + r0 * n;
+            const int64_t len = (r1 - r0) * n;
+            if (divide)
+                for (int64_t j = 0; j < len; ++j) yb[j] = xb[j] / s;
+            else
+                for (int64_t j = 0; j < len; ++j) yb[j] = xb[j] * s;
+            if (masks.data)
+                masks.for_rows(r0, r1, [&](int64_t r, const bool* mr) {
+                    T* yr = y + r * n;
+                    for (int64_t i = 0; i < n; ++i) yr[i] = mr[i * masks.step] ? kMasked : yr[i];
+                });
+            softmax_rows(yb, yb, r1 - r0, n);
+        }
+    });
+}
+
+// The backward over rows [begin, end), compiled for AVX2 too (the loops must
+// sit in the marked function itself: a lambda handed to parallel_for would
+// be compiled for the baseline only).
+template <typename T>
+EMBER_VECTOR_CLONES void masked_backward_rows(const T* y, const T* dy, T* dx, int64_t begin, int64_t end, int64_t n,
+                                              const MaskRows& masks, T s, bool divide) {
+    masks.for_rows(begin, end, [&](int64_t r, const bool* mr) {
+        const T *yr = y + r * n, *gr = dy + r * n;
+        T* dr = dx + r * n;
+        T dot = 0;
+        for (int64_t i = 0; i < n; ++i) dot += gr[i] * yr[i];
+        if (divide)
+            for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot) / s;
+        else
+            for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot) * s;
+        if (mr)
+            for (int64_t i = 0; i < n; ++i) dr[i] = mr[i * masks.step] ? T(0) : dr[i];
+    });
+}
+
+template <typename T>
+void masked_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask, T s, bool divide) {
+    const MaskRows masks(mask);
+    parallel_for(0, rows, grain_for(n),
+                 [&](int64_t b, int64_t e) { masked_backward_rows(y, dy, dx, b, e, n, masks, s, divide); });
+}
+
+template <typename T>
+void last_dim(const T* x, T* out, int64_t rows, int64_t n) {
+    parallel_for(0, rows, grain_for(n), [&](int64_t b, int64_t e) { softmax_rows(x + b * n, out + b * n, e - b, n); });
+}
+
+} // namespace
+
+void softmax_last_dim(const float* x, float* out, int64_t rows, int64_t n) { last_dim(x, out, rows, n); }
+void softmax_last_dim(const double* x, double* out, int64_t rows, int64_t n) { last_dim(x, out, rows, n); }
+
+void scaled_masked_softmax_rows(const float* x, float* y, int64_t rows, int64_t n, const Tensor& mask, float s,
+                                bool divide) {
+    masked_forward(x, y, rows, n, mask, s, divide);
+}
+void scaled_masked_softmax_rows(const double* x, double* y, int64_t rows, int64_t n, const Tensor& mask, double s,
+                                bool divide) {
+    masked_forward(x, y, rows, n, mask, s, divide);
+}
+
+void scaled_masked_softmax_backward_rows(const float* y, const float* dy, float* dx, int64_t rows, int64_t n,
+                                         const Tensor& mask, float s, bool divide) {
+    masked_backward(y, dy, dx, rows, n, mask, s, divide);
+}
+void scaled_masked_softmax_backward_rows(const double* y, const double* dy, double* dx, int64_t rows, int64_t n,
+                                         const Tensor& mask, double s, bool divide) {
+    masked_backward(y, dy, dx, rows, n, mask, s, divide);
+}
+
+} // namespace ember::internal

@@ -1,0 +1,37 @@
+// The JSON of a safetensors header: a small reader (objects, arrays,
+// strings, integers; the other values are recognised and kept as Other)
+// and the quoting of strings as Python's json.dumps writes them. Private to
+// nn/checkpoint.cpp, which is all ember needs JSON for. Tests:
+// tests/test_checkpoint.cpp (valid and corrupt headers).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember::internal {
+
+struct Json {
+    enum class Kind { Object, Array, String, Integer, Other } kind = Kind::Other;
+    std::vector<std::string> keys; // Object: keys and values, in file order
+    std::vector<Json> values;
+    std::vector<Json> items; // Array
+    std::string text;        // String
+    int64_t integer = 0;     // Integer
+    // The value of `key` in an Object, or null.
+    const Json* find(const std::string& key) const {
+        for (size_t i = 0; i < keys.size(); ++i)
+            if (keys[i] == key) return &values[i];
+        return nullptr;
+    }
+};
+
+// The JSON document `text` (a safetensors header read from `where`), at most
+// 32 levels deep. Anything else (a syntax error, a duplicate key, trailing
+// text) throws nn::CheckpointError naming `where` and the byte offset.
+Json parse_json(const std::string& text, const std::string& where);
+
+// A JSON string literal, escaped as Python's json.dumps(..., ensure_ascii=False).
+std::string json_quoted(const std::string& s);
+
+} // namespace ember::internal

@@ -1,0 +1,187 @@
+// The fast kernels of core/kernels/ against the plain loops of the op files:
+// the same bits, forward and backward, on shapes that reach every path of
+// the fast copies (short rows through the shared buffer, long rows, partial
+// blocks, masks with every broadcast pattern, rows split between threads).
+// Each case runs once with the fast kernels and once under
+// ReferenceKernelsGuard. A reference build (-Dkernels=reference) has only
+// the plain loops, and says so instead.
+#include <cmath>
+#include <functional>
+
+#include <catch2/catch.hpp>
+
+#include "check.h"
+#include "core/kernels/dispatch.h"
+
+using namespace ember;
+using namespace ember::testing;
+using ember::internal::ReferenceKernelsGuard;
+
+namespace {
+
+// Runs `run` with the fast kernels and with the reference loops, on 2
+// threads, and requires every tensor it returns to agree bit for bit.
+void require_same_bits(const std::string& what, const std::function<std::vector<Tensor>()>& run) {
+    INFO(what);
+    const int threads = get_num_threads();
+    set_num_threads(std::max(2, threads));
+    std::vector<Tensor> fast = run();
+    std::vector<Tensor> reference;
+    {
+        ReferenceKernelsGuard guard;
+        reference = run();
+    }
+    set_num_threads(threads);
+    REQUIRE(fast.size() == reference.size());
+    for (size_t i = 0; i < fast.size(); ++i)
+        require_equal(fast[i], reference[i], what + ", result " + std::to_string(i));
+}
+
+bool skip_in_reference_build() {
+    if (internal::kFastKernelsBuilt) return false;
+    WARN("skipped: a reference build (-Dkernels=reference) has no fast kernels to compare");
+    return true;
+}
+
+// A leaf with x's values that requires grad.
+Tensor leaf(const Tensor& x) { return x.detach().clone().requires_grad_(); }
+
+} // namespace
+
+TEST_CASE("softmax's fast rows give the bits of the plain loop", "[kernels][softmax]") {
+    if (skip_in_reference_build()) return;
+    manual_seed(1);
+    // Rows of 8 (several per buffer), 100 (one per buffer, a partial last
+    // block), 300 (longer than the buffer), and many rows for two threads.
+    for (Shape shape : {Shape{37, 8}, Shape{9, 100}, Shape{5, 300}, Shape{2000, 64}})
+        for (DType dtype : {kFloat32, kFloat64}) {
+            Tensor x = randn(shape, dtype) * 5;
+            require_same_bits("softmax " + shape_str(shape), [&] { return std::vector<Tensor>{softmax(x, -1)}; });
+        }
+}
+
+TEST_CASE("scaled_masked_softmax's fast rows give the bits of the plain loop", "[kernels][softmax]") {
+    if (skip_in_reference_build()) return;
+    manual_seed(2);
+    for (int64_t T : {8, 13, 64, 200}) {
+        Tensor causal = tril(ones({T, T})) == 0;
+        // No mask; the causal mask broadcast over (B,NH); a transposed one;
+        // one per batch element broadcast over the heads; one per head,
+        // broadcast over the rows. None masks a whole row (that gives NaN).
+        Tensor per_batch = rand({3, 1, T, T}) + eye(T) * 2 < 0.3;
+        Tensor per_head = rand({1, 4, 1, T}) + (arange(T) == 0).to(kFloat32) < 0.3;
+        std::vector<Tensor> masks = {Tensor(), causal, causal.t(), per_batch, per_head};
+        for (const Tensor& mask : masks)
+            for (ScaleOp op : {ScaleOp::multiply, ScaleOp::divide})
+                for (DType dtype : {kFloat32, kFloat64}) {
+                    Tensor x = randn({3, 4, T, T}, dtype) * 4, g = randn({3, 4, T, T}, dtype);
+                    const std::string what =
+                        "T=" + std::to_string(T) + " mask " + (mask.defined() ? shape_str(mask.shape()) : "none");
+                    require_same_bits(what, [&] {
+                        Tensor xl = leaf(x);
+                        Tensor y = scaled_masked_softmax(xl, mask, 0.3, op);
+                        y.backward(g);
+                        return std::vector<Tensor>{y, xl.grad()};
+                    });
+                }
+    }
+}
+
+TEST_CASE("layer_norm's fast rows give the bits of the plain loop", "[kernels][layer_norm]") {
+    if (skip_in_reference_build()) return;
+    manual_seed(3);
+    // 15 rows (one partial block of 16), 100 rows of 48 (blocks, two
+    // threads), long rows; with and without weight and bias.
+    for (Shape shape : {Shape{3, 5, 32}, Shape{100, 48}, Shape{7, 300}, Shape{64, 40, 64}})
+        for (DType dtype : {kFloat32, kFloat64})
+            for (int affine = 0; affine < 3; ++affine) {
+                const int64_t n = shape.back();
+                Tensor x = randn(shape, dtype) * 3 + 1, g = randn(shape, dtype);
+                Tensor w = affine > 0 ? randn({n}, dtype) : Tensor(), b = affine > 1 ? randn({n}, dtype) : Tensor();
+                require_same_bits("layer_norm " + shape_str(shape) + " affine " + std::to_string(affine), [&] {
+                    Tensor xl = leaf(x);
+                    Tensor wl = w.defined() ? leaf(w) : Tensor(), bl = b.defined() ? leaf(b) : Tensor();
+                    Tensor y = layer_norm(xl, {n}, wl, bl);
+                    y.backward(g);
+                    std::vector<Tensor> out = {y, xl.grad()};
+                    if (wl.defined()) out.push_back(wl.grad());
+                    if (bl.defined()) out.push_back(bl.grad());
+                    return out;
+                });
+            }
+}
+
+TEST_CASE("cross_entropy's fast rows give the bits of the plain loop", "[kernels][loss]") {
+    if (skip_in_reference_build()) return;
+    manual_seed(4);
+    for (DType dtype : {kFloat32, kFloat64}) {
+        Tensor logits = randn({300, 65}, dtype) * 3;
+        Tensor targets = randint(0, 65, {300});
+        targets.index({Slice(0, 300, 7)}).fill_(-100); // some rows ignored
+        require_same_bits("cross_entropy", [&] {
+            Tensor x = leaf(logits);
+            Tensor loss = cross_entropy(x, targets);
+            loss.backward();
+            return std::vector<Tensor>{loss, x.grad()};
+        });
+    }
+}
+
+TEST_CASE("sum over leading dims: the column kernel gives the bits of the plain reduction", "[kernels][reduce]") {
+    if (skip_in_reference_build()) return;
+    manual_seed(5);
+    for (DType dtype : {kFloat32, kFloat64}) {
+        Tensor x = randn({16, 300, 48}, dtype);
+        require_same_bits("sum", [&] { return std::vector<Tensor>{sum(x, {0, 1}), sum(x, 0), mean(x, {0, 1}, true)}; });
+    }
+}
+
+TEST_CASE("the fast Bernoulli fill draws the words and bits of the plain one", "[kernels][random]") {
+    if (skip_in_reference_build()) return;
+    // Blocks of 2048 elements and a partial last block; after the fill the
+    // generator must stand at the same word.
+    for (DType dtype : {kFloat32, kFloat64, kInt64, kBool})
+        require_same_bits(std::string("bernoulli_ ") + dtype_name(dtype), [&] {
+            Generator gen(42);
+            Tensor t = empty({5000}, dtype);
+            t.bernoulli_(0.3, &gen);
+            Tensor masked = dropout(ones({3, 700}), 0.25, true, &gen);
+            return std::vector<Tensor>{t, masked, scalar_tensor(static_cast<int64_t>(gen.random()))};
+        });
+}
+
+TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][optim]") {
+    if (skip_in_reference_build()) return;
+    manual_seed(6);
+    for (DType dtype : {kFloat32, kFloat64}) {
+        Tensor w0 = randn({300, 200}, dtype), b0 = randn({7}, dtype);
+        std::vector<Tensor> grads;
+        for (int s = 0; s < 3; ++s) grads.push_back(randn({300, 200}, dtype)), grads.push_back(randn({7}, dtype));
+        require_same_bits(std::string("AdamW ") + dtype_name(dtype), [&] {
+            Tensor w = leaf(w0), b = leaf(b0);
+            optim::AdamW opt({w, b}, {.lr = 0.01, .weight_decay = 0.1});
+            for (int s = 0; s < 3; ++s) {
+                w.set_grad(grads[2 * s]);
+                b.set_grad(grads[2 * s + 1]);
+                opt.step();
+            }
+            std::vector<Tensor> out = {w.detach(), b.detach()};
+            for (const auto& [name, t] : opt.state_dict()) out.push_back(t);
+            return out;
+        });
+    }
+}
+
+TEST_CASE("float64 batched products: the slice split gives the bits of one slice at a time", "[kernels][matmul]") {
+    if (skip_in_reference_build()) return;
+    manual_seed(7);
+    // float64 always runs the portable gemm, so only the sharing of slices
+    // between threads differs: many small slices, and a few large ones.
+    for (auto [a_shape, b_shape] :
+         {std::pair{Shape{64, 8, 16}, Shape{64, 16, 8}}, std::pair{Shape{24, 96, 64}, Shape{64, 96}},
+          std::pair{Shape{2, 200, 150}, Shape{2, 150, 90}}}) {
+        Tensor a = randn(a_shape, kFloat64), b = randn(b_shape, kFloat64);
+        require_same_bits("matmul " + shape_str(a_shape) + " @ " + shape_str(b_shape),
+                          [&] { return std::vector<Tensor>{matmul(a, b)}; });
+    }
+}
