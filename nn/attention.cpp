@@ -1,6 +1,7 @@
 // Head, MultiHeadAttention, BatchedMultiHeadAttention: see attention.h.
 // Each forward is the notebook's, line for line, with the shapes beside it;
 // the scale, mask and softmax lines, quoted in comments, run as one op.
+// Tests: tests/test_attention.cpp.
 #include "nn/attention.h"
 
 #include <cmath>

@@ -1,20 +1,21 @@
-// Self-attention, in every form the seed notebooks build it.
-//
+// Self-attention, in every form the notebooks build it: Head,
+// MultiHeadAttention (a list of Heads) and BatchedMultiHeadAttention (all
+// heads in one batched product), each described below. Shapes: B batch, T
+// time, C channels, NH heads, hs head size. docs/attention.md walks from the
+// averaging trick to the batched form, and explains the mistakes the
+// notebooks contain. Tests: tests/test_attention.cpp.
+#pragma once
+
+#include "nn/layers.h"
+#include "nn/linear.h"
+#include "nn/module.h"
+
 //   Head                       one causal head (the "Let's build GPT" lecture, seeds 000, 004)
 //   MultiHeadAttention         a list of Heads, concatenated and projected (seeds 000, 002, 004)
 //   BatchedMultiHeadAttention  all heads in one batched matmul, with Q, K, V as three
 //                              Linears (Raschka's class, seed 001) or one fused Linear
 //                              split with chunk (seed 001's V2); causal or not, with or
 //                              without biases, d_in != d_out allowed
-//
-// Shapes: B batch, T time, C channels, NH heads, hs head size.
-// docs/attention.md walks from the averaging trick to the batched form, and
-// explains the mistakes the seeds contain. Tests: tests/test_attention.cpp.
-#pragma once
-
-#include "nn/layers.h"
-#include "nn/linear.h"
-#include "nn/module.h"
 
 namespace ember::nn {
 

@@ -1,5 +1,5 @@
 // Safetensors reading and writing: see checkpoint.h. The JSON of the header
-// is read and quoted by nn/json.h.
+// is read and quoted by nn/json.h. Tests: tests/test_checkpoint.cpp.
 #include "nn/checkpoint.h"
 
 #include <algorithm>

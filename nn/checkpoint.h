@@ -1,21 +1,22 @@
 // Checkpoints in the safetensors format, readable by PyTorch-side tools and
 // written so that an interrupted save never destroys the previous file.
-//
-// A safetensors file is: 8 bytes, little-endian, the header's length N; N
-// bytes of JSON naming each tensor's dtype, shape and byte range, plus an
-// optional "__metadata__" object of strings; then the raw little-endian data.
-// ember writes float32, float64, int64 and bool (F32, F64, I64, BOOL), in
-// state_dict order, with the header padded by spaces to a multiple of 8.
-// Loading checks everything (lengths, offsets, dtypes, shapes, that the data
-// exactly fills the file) before it returns; load(module, ...) also checks
-// every key and shape against the module before copying anything.
-// docs/checkpoints.md; tests/test_checkpoint.cpp.
+// Loading checks everything before it returns, and load(module, ...) checks
+// every key and shape before copying anything. docs/checkpoints.md; tests:
+// tests/test_checkpoint.cpp.
 #pragma once
 
 #include <map>
 #include <string>
 
 #include "nn/module.h"
+
+// A safetensors file is: 8 bytes, little-endian, the header's length N; N
+// bytes of JSON naming each tensor's dtype, shape and byte range, plus an
+// optional "__metadata__" object of strings; then the raw little-endian data.
+// ember writes float32, float64, int64 and bool (F32, F64, I64, BOOL), in
+// state_dict order, with the header padded by spaces to a multiple of 8.
+// Loading checks lengths, offsets, dtypes, shapes, and that the data exactly
+// fills the file.
 
 namespace ember::nn {
 

@@ -1,4 +1,5 @@
 // Block and GPT: see gpt.h. The forward passes are gpt.py's, line for line.
+// Tests: tests/test_gpt.cpp.
 #include "nn/gpt.h"
 
 #include <cmath>

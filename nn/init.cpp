@@ -1,5 +1,6 @@
 // nn::init: see init.h. Each function computes its bound in double exactly as
 // torch/nn/init.py does, then draws with the same kernel PyTorch would.
+// Tests: tests/test_layers.cpp.
 #include "nn/init.h"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The safetensors header's JSON: see json.h.
+// The safetensors header's JSON: see json.h. Tests: tests/test_checkpoint.cpp.
 #include "nn/json.h"
 
 #include <cctype>

@@ -1,4 +1,5 @@
-// Embedding, LayerNorm, Dropout, GELU, FeedForward: see layers.h.
+// Embedding, LayerNorm, Dropout, ReLU, GELU, FeedForward: see layers.h.
+// Tests: tests/test_layers.cpp.
 #include "nn/layers.h"
 
 #include <sstream>

@@ -1,4 +1,4 @@
-// nn::Linear: see linear.h.
+// nn::Linear: see linear.h. Tests: tests/test_layers.cpp.
 #include "nn/linear.h"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// nn::Module, ModuleList, Sequential: see module.h.
+// nn::Module, ModuleList, Sequential: see module.h. Tests: tests/test_module.cpp.
 #include "nn/module.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // ember::nn: modules, layers, attention, a small GPT, optimisers and
 // checkpoints, built on the core engine (../core). Included by ember.h.
+// Tests: tests/test_module.cpp, test_layers.cpp, test_attention.cpp, test_gpt.cpp.
 #pragma once
 
 #include "nn/attention.h"

@@ -1,6 +1,7 @@
-// SGD, AdamW and clip_grad_norm_: see optim.h. Each update is one loop over a
-// parameter's elements, in float32 with the scalars rounded to float32 as
-// PyTorch's kernels use them.
+// SGD, AdamW and clip_grad_norm_: see optim.h. SGD's update is PyTorch's
+// tensor ops, AdamW's one loop over a parameter's elements, in the
+// parameter's dtype with the scalars rounded to it as PyTorch's kernels use
+// them (its fast copy: core/kernels/adamw.h). Tests: tests/test_optim.cpp.
 #include "nn/optim.h"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// cross_entropy and dropout (core/ops/cross_entropy.cpp): PyTorch's values and gradients,
+// cross_entropy and dropout (core/ops/cross_entropy.cpp, dropout.cpp): PyTorch's values and gradients,
 // gradient checks, ignore_index, and errors. (Dropout's masks are tested
 // against PyTorch's bits in test_random.cpp.)
 #include <catch2/catch.hpp>

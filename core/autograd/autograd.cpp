@@ -1,5 +1,6 @@
 // The autograd engine and the Tensor methods that drive it. See autograd.h
 // for the design; docs/autograd.md for the derivation and a worked example.
+// Tests: tests/test_autograd.cpp.
 #include "core/autograd/autograd.h"
 
 #include <atomic>

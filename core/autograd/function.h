@@ -1,25 +1,9 @@
-// Custom differentiable ops from user code, like torch.autograd.Function.
-//
-// Derive from Function<YourOp> and write two static functions:
-//
-//   struct Cube : ember::Function<Cube> {
-//       static Tensor forward(AutogradContext* ctx, const Tensor& x) {
-//           ctx->save_for_backward({x});
-//           return x * x * x;                      // y = x^3
-//       }
-//       static std::vector<Tensor> backward(AutogradContext* ctx, const Tensor& dout) {
-//           Tensor x = ctx->get_saved_variables()[0];
-//           return {dout * 3 * x * x};             // dx = dout * 3x^2
-//       }
-//   };
-//   Tensor y = Cube::apply(x);
-//
-// forward runs with grad recording off and may take any arguments; backward
-// returns one gradient per forward argument (an undefined Tensor for
-// arguments that are not tensors or need none) and runs with recording off.
-// Prove a new op right with gradcheck (gradcheck.h). docs/extending.md walks
-// through a full example; tests/test_custom_function.cpp is one, written
-// against the installed headers only.
+// Custom differentiable ops from user code, like torch.autograd.Function:
+// derive from Function<YourOp>, write static forward and backward, call
+// YourOp::apply (an example stands above struct Function below). Prove a new
+// op right with gradcheck (gradcheck.h). docs/extending.md walks through a
+// full example; tests/test_custom_function.cpp is one, written against the
+// installed headers only.
 #pragma once
 
 #include <map>
@@ -117,6 +101,23 @@ void collect_tensor(const T& arg, size_t position, std::vector<Tensor>& tensors,
 
 } // namespace internal
 
+// Derive from Function<YourOp> and write two static functions:
+//
+//   struct Cube : ember::Function<Cube> {
+//       static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+//           ctx->save_for_backward({x});
+//           return x * x * x;                      // y = x^3
+//       }
+//       static std::vector<Tensor> backward(AutogradContext* ctx, const Tensor& dout) {
+//           Tensor x = ctx->get_saved_variables()[0];
+//           return {dout * 3 * x * x};             // dx = dout * 3x^2
+//       }
+//   };
+//   Tensor y = Cube::apply(x);
+//
+// forward runs with grad recording off and may take any arguments; backward
+// returns one gradient per forward argument (an undefined Tensor for
+// arguments that are not tensors or need none) and runs with recording off.
 template <typename Derived>
 struct Function {
     template <typename... Args>

@@ -1,4 +1,4 @@
-// gradcheck: see gradcheck.h.
+// gradcheck: see gradcheck.h. Tests: tests/test_gradcheck.cpp.
 #include "core/autograd/gradcheck.h"
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // AdamW's update, compiled for AVX2 too: see adamw.h. The loop is that of
-// nn/optim.cpp, operation for operation.
+// nn/optim.cpp, operation for operation. Tests: tests/test_kernels.cpp.
 #include "core/kernels/adamw.h"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The Bernoulli fill, fast: see bernoulli.h.
+// The Bernoulli fill, fast: see bernoulli.h. Tests: tests/test_kernels.cpp.
 #include "core/kernels/bernoulli.h"
 
 #include <algorithm>

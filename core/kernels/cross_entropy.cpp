@@ -1,5 +1,6 @@
 // cross_entropy's rows, compiled for AVX2 too: see cross_entropy.h. The
 // loops are those of core/ops/cross_entropy.cpp, operation for operation.
+// Tests: tests/test_kernels.cpp.
 #include "core/kernels/cross_entropy.h"
 
 #include <algorithm>

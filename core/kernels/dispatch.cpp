@@ -1,4 +1,5 @@
 // The fast/reference switch and the CPU check: see dispatch.h.
+// Tests: tests/test_kernels.cpp.
 #include "core/kernels/dispatch.h"
 
 #include <atomic>

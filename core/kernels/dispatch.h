@@ -1,19 +1,16 @@
-// Which implementation an op runs where it has two: the plain reference loop
-// in its op file, or the fast kernel in core/kernels/ that computes the same
-// result. Private (tests, benchmarks and ember's own files).
-//
-// Every fast kernel has a reference twin. For the element-wise and row
-// kernels the two give identical bits (the same operations in the same
-// order); the AVX2 matrix kernel fuses each multiply-add, so its products
-// differ from the portable ones in the last bits (docs/matmul.md). The
-// choice is global, as PyTorch's torch.backends flags are; tests switch it
-// with ReferenceKernelsGuard to compare the two in one process
-// (tests/test_kernels.cpp).
-//
-// A build with `meson setup -Dkernels=reference` compiles no fast kernel at
-// all: no AVX2 code, no run-time-dispatched copies, and this switch stays
-// on the reference side. CI runs every test in such a build too.
+// Which implementation an op runs where it has two: the plain loop in its op
+// file, or the fast kernel in core/kernels/ that computes the same result
+// (core/kernels/README.md lists the pairs). A reference build
+// (-Dkernels=reference) has no fast kernel, and the switch stays off. Private
+// (ember's files, tests, benchmarks). Tests: tests/test_kernels.cpp.
 #pragma once
+
+// For the element-wise and row kernels the two give identical bits (the same
+// operations in the same order); the AVX2 matrix kernel fuses each
+// multiply-add, so its products differ from the portable ones in the last
+// bits (docs/matmul.md). The choice is global, as PyTorch's torch.backends
+// flags are; tests switch it with ReferenceKernelsGuard to compare the two in
+// one process.
 
 namespace ember::internal {
 

@@ -8,6 +8,7 @@
 // (c_row[j] += a_ik * b_row[j]), which the compiler vectorises. Packing also
 // absorbs any strides, so transposed inputs cost one copy of a block, not a
 // strided inner loop. Threads split the rows of C: each owns its output rows.
+// Tests: tests/test_matmul.cpp.
 #include "core/kernels/gemm.h"
 
 #include <algorithm>

@@ -1,22 +1,21 @@
-// Matrix-multiply kernels on raw pointers and strides: C = A @ B. Private:
-// ops/matmul.cpp and ops/linear.cpp call them.
-//
-// Each operand is a MatrixRef: a pointer plus row and column strides in
-// elements, so a transposed or sliced view is multiplied where it lies,
-// without a copy. gemm() is what the ops call. For float32 on a CPU with
-// AVX2 and FMA it runs a register-tiled kernel (gemm_packed.cpp,
-// gemm_avx2.cpp): packed and cache-blocked for large products, reading the
-// operands in place for small ones. Otherwise, for float64, and whenever the
-// fast kernels are off (dispatch.h), it runs the portable cache-blocked
-// kernel (gemm.cpp). All are OpenMP-parallel over tiles of C.
-// gemm_reference() is the plain triple loop kept beside them, which tests
-// compare them with. docs/matmul.md explains the kernels.
-// Tests: tests/test_matmul.cpp.
+// Matrix-multiply kernels on raw pointers and strides: C = A @ B, through
+// MatrixRef (a pointer and strides, so a transposed view is multiplied where
+// it lies). gemm() picks the AVX2 kernels or the portable one (below);
+// gemm_reference() is the plain triple loop tests compare them with. Private:
+// ops/matmul.cpp and ops/linear.cpp call them. docs/matmul.md explains the
+// kernels; tests: tests/test_matmul.cpp.
 #pragma once
 
 #include <cstdint>
 
 #include "core/kernels/parallel.h"
+
+// For float32 on a CPU with AVX2 and FMA, gemm() runs a register-tiled
+// kernel (gemm_packed.cpp, gemm_avx2.cpp): packed and cache-blocked for large
+// products, reading the operands in place for small ones. Otherwise, for
+// float64, and whenever the fast kernels are off (dispatch.h), it runs the
+// portable cache-blocked kernel (gemm.cpp). All are OpenMP-parallel over
+// tiles of C.
 
 namespace ember::internal {
 

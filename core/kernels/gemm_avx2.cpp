@@ -1,17 +1,9 @@
 // The AVX2/FMA register tile of the SGEMM (gemm.h): a 6x16 block of
 // C += (6 rows of A) @ (16 columns of B), shared by the packed driver
-// (gemm_packed.cpp) and the direct one for small products (below).
-//
-// This file alone is compiled with -mavx2 -mfma (meson.build); gemm.cpp
-// calls it only after checking at run time that the CPU has both, so ember
-// still runs on a CPU without AVX2 (through the portable kernel).
-//
-// Why 6x16: an AVX2 core has 16 vector registers of 8 floats. 6 rows x 2
-// vectors of C take 12 registers, two for the current row of B, one for a
-// broadcast element of A: 15 in all. Each step of k then issues 12
-// independent FMAs (2 per row) against 2 loads of B and 6 broadcasts of A,
-// enough to keep both FMA units busy without waiting on a result.
-// docs/matmul.md draws it; tests/test_matmul.cpp checks it against gemm_reference.
+// (gemm_packed.cpp) and the direct one for small products (below). This file
+// alone is compiled with -mavx2 -mfma (meson.build); gemm.cpp calls it only
+// after checking at run time that the CPU has both. docs/matmul.md draws it;
+// tests/test_matmul.cpp checks it against gemm_reference.
 #include <algorithm>
 #include <cstdint>
 
@@ -19,6 +11,12 @@
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
+
+// Why 6x16: an AVX2 core has 16 vector registers of 8 floats. 6 rows x 2
+// vectors of C take 12 registers, two for the current row of B, one for a
+// broadcast element of A: 15 in all. Each step of k then issues 12
+// independent FMAs (2 per row) against 2 loads of B and 6 broadcasts of A,
+// enough to keep both FMA units busy without waiting on a result.
 #endif
 
 namespace ember::internal {

@@ -1,5 +1,15 @@
 // The packed SGEMM driver: blocking, packing and threads around the 6x16
-// micro-kernel (gemm_avx2.cpp). The classic BLIS/GotoBLAS loop nest:
+// micro-kernel (gemm_avx2.cpp), the classic BLIS/GotoBLAS loop nest drawn
+// below. Every C element sums its k in the same order whatever the thread
+// count. docs/matmul.md explains it with a picture; tests/test_matmul.cpp.
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "core/kernels/gemm_packed.h"
+#include "core/kernels/parallel.h"
+
+// The loop nest:
 //
 //   for each block of kNc columns of C (jc):
 //     for each block of kKc values of k (pc):
@@ -14,15 +24,7 @@
 // Packing lays each panel out in exactly the order the micro-kernel reads
 // it, whatever the strides of A and B (a transposed operand costs one copy
 // of each block), and pads the last panels with zeros so the kernel never
-// branches. Threads own disjoint tiles of C, and every C element sums its
-// k in the same order whatever the thread count: results do not depend on it.
-// docs/matmul.md explains it with a picture.
-#include <algorithm>
-#include <cstring>
-#include <new>
-
-#include "core/kernels/gemm_packed.h"
-#include "core/kernels/parallel.h"
+// branches. Threads own disjoint tiles of C.
 
 namespace ember::internal {
 

@@ -1,6 +1,6 @@
 // Private to the gemm files: the packed, AVX2-accelerated SGEMM driver
 // (gemm_packed.cpp) and its micro-kernel (gemm_avx2.cpp). gemm.cpp decides
-// when to call them.
+// when to call them. Tests: tests/test_matmul.cpp.
 #pragma once
 
 #include <cstdint>

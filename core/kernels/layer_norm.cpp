@@ -1,6 +1,6 @@
 // LayerNorm, fast: see layer_norm.h. Row by row, the same operations in the
 // same order as core/ops/layer_norm.cpp; only the order in which rows and
-// columns are visited differs.
+// columns are visited differs. Tests: tests/test_kernels.cpp.
 #include "core/kernels/layer_norm.h"
 
 #include <algorithm>

@@ -1,18 +1,18 @@
 // A faster copy of layer_norm's forward and backward, with the bits of the
-// plain loops in core/ops/layer_norm.cpp. Private: that file calls it when
-// the fast kernels are on (dispatch.h).
-//
-// What makes it faster: rows go in blocks of 16, the statistics of every
-// row of a block first and then its outputs. A row's statistics are a chain
-// of dependent steps (a sum, a division, a second sum, a square root, a
-// division); with short rows (C = 32 at the tiny size) that chain, not the
-// arithmetic, set the pace when each row ran start to finish. Kept apart,
-// the chains of neighbouring rows overlap in the CPU. The weight and bias
-// gradients, sums over rows, are split between threads by columns and
-// compiled for AVX2 too (vectorize.h). Tests: tests/test_kernels.cpp.
+// plain loops in core/ops/layer_norm.cpp (what makes it faster: below).
+// Private: that file calls it when the fast kernels are on (dispatch.h).
+// Tests: tests/test_kernels.cpp.
 #pragma once
 
 #include <cstdint>
+
+// Rows go in blocks of 16, the statistics of every row of a block first and
+// then its outputs. A row's statistics are a chain of dependent steps (a sum,
+// a division, a second sum, a square root, a division); with short rows
+// (C = 32 at the tiny size) that chain, not the arithmetic, set the pace when
+// each row ran start to finish. Kept apart, the chains of neighbouring rows
+// overlap in the CPU. The weight and bias gradients, sums over rows, are
+// split between threads by columns and compiled for AVX2 too (vectorize.h).
 
 namespace ember::internal {
 

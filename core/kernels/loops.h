@@ -5,7 +5,8 @@
 // (stride 0 where an input is broadcast). Runs along which every operand is
 // contiguous take a plain indexed loop the compiler can vectorise. Integer
 // arithmetic wraps around on overflow (as PyTorch's does in practice) instead
-// of being undefined behaviour. Used by core/ops/binary.cpp, compare.cpp and unary.cpp. Private.
+// of being undefined behaviour. Private; used by core/ops/binary.cpp,
+// compare.cpp and unary.cpp, and tested through them (tests/test_binary.cpp).
 #pragma once
 
 #include <cmath>

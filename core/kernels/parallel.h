@@ -1,5 +1,5 @@
 // Thread control and the one parallel loop every op and kernel uses. Public:
-// a custom op may split its work the same way (docs/extending.md).
+// a custom op may split its work the same way.
 //
 // parallel_for splits [begin, end) into contiguous chunks, one per thread,
 // only when the range holds more than `grain` items: small tensors run on

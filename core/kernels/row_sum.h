@@ -6,6 +6,7 @@
 // before it; eight independent ones keep the adder busy. The order is part
 // of the result (it decides the last bits), so the plain loops and the fast
 // kernels both sum this way, and it never depends on the thread count.
+// Tests: tests/test_layer_norm.cpp.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // Softmax rows, fast: see softmax.h. Each function computes, row by row, the
 // same float operations in the same order as core/ops/softmax.cpp.
+// Tests: tests/test_kernels.cpp.
 #include "core/kernels/softmax.h"
 
 #include <algorithm>

@@ -1,19 +1,19 @@
 // Faster copies of softmax's contiguous rows and of scaled_masked_softmax,
-// with the bits of the plain loops in core/ops/softmax.cpp. Private: that
-// file calls them when the fast kernels are on (dispatch.h).
-//
-// What makes them faster: short rows (attention's, T = 8 at the tiny size)
-// are exponentiated several rows at a time through one buffer, so the
-// vectorised loop runs long enough to pay for itself; rows are scaled and
-// masked in blocks that stay in L1; the mask's rows are found by stepping
-// through the period of its broadcast pattern instead of dividing per row;
-// and the loops have AVX2 copies picked at run time (vectorize.h).
-// Tests: tests/test_kernels.cpp compares every one with the plain loops.
+// with the bits of the plain loops in core/ops/softmax.cpp (what makes them
+// faster: below). Private: that file calls them when the fast kernels are
+// on (dispatch.h). Tests: tests/test_kernels.cpp.
 #pragma once
 
 #include <cstdint>
 
 #include "core/tensor/tensor.h"
+
+// Short rows (attention's, T = 8 at the tiny size) are exponentiated several
+// rows at a time through one buffer, so the vectorised loop runs long enough
+// to pay for itself; rows are scaled and masked in blocks that stay in L1;
+// the mask's rows are found by stepping through the period of its broadcast
+// pattern instead of dividing per row; and the loops have AVX2 copies picked
+// at run time (vectorize.h).
 
 namespace ember::internal {
 

@@ -1,15 +1,9 @@
-// matmul with PyTorch's semantics, on top of the gemm kernels.
-//
-//   (K) @ (K)              -> ()          dot product
-//   (M,K) @ (K,N)          -> (M,N)
-//   (K) @ (...,K,N)        -> (...,N)     a is treated as (1,K), then squeezed
-//   (...,M,K) @ (K)        -> (...,M)     b is treated as (K,1), then squeezed
-//   (B...,M,K) @ (B'...,K,N) -> (broadcast(B, B')...,M,N)
-// The 1-D cases, and the folding of (B...,M,K) @ (K,N) into one 2-D product,
-// are views around the batched product, so only that product needs a
-// backward of its own. Operands are read where they lie, whatever
-// their strides; the products themselves are core/kernels/gemm.h's.
-// docs/matmul.md; tests: tests/test_matmul.cpp.
+// matmul with PyTorch's semantics (the cases below), on top of the gemm
+// kernels (core/kernels/gemm.h). The 1-D cases, and the folding of
+// (B...,M,K) @ (K,N) into one 2-D product, are views around the batched
+// product, so only that product needs a backward of its own. Operands are
+// read where they lie, whatever their strides. docs/matmul.md; tests:
+// tests/test_matmul.cpp.
 #include <vector>
 
 #include "core/autograd/autograd.h"
@@ -17,6 +11,12 @@
 #include "core/kernels/loops.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
+
+//   (K) @ (K)              -> ()          dot product
+//   (M,K) @ (K,N)          -> (M,N)
+//   (K) @ (...,K,N)        -> (...,N)     a is treated as (1,K), then squeezed
+//   (...,M,K) @ (K)        -> (...,M)     b is treated as (K,1), then squeezed
+//   (B...,M,K) @ (B'...,K,N) -> (broadcast(B, B')...,M,N)
 
 namespace ember {
 

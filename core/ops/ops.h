@@ -187,7 +187,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 // training; the identity otherwise. Same masks as PyTorch for the same seed.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* generator = nullptr);
 
-// ---- joining, splitting, indexing (core/ops/index.cpp) ----------------------------
+// ---- joining, splitting, indexing (core/ops/index.cpp; chunk and split are views, in
+// core/tensor/view.cpp) ---------------------------------------------------------------
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);

@@ -87,7 +87,7 @@ void reduce_kernel(const Tensor& x, const ReduceGeometry& g, Acc init, Fold fold
     if (g.outer == 1 && g.inner > kChunk) {
         int64_t nchunks = (g.inner + kChunk - 1) / kChunk;
         std::vector<Acc> partial(nchunks, init);
-        parallel_for(0, nchunks, 1, [&](int64_t b, int64_t e) {
+        parallel_for(0, nchunks, grain_for(kChunk), [&](int64_t b, int64_t e) {
             for (int64_t c = b; c < e; ++c)
                 partial[c] = fold_range(data, c * kChunk, std::min(g.inner, (c + 1) * kChunk));
         });

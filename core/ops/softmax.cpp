@@ -1,14 +1,10 @@
 // softmax and log_softmax along any dim, each a fused primitive with its own
 // backward; and scaled_masked_softmax, attention's scale, causal mask and
 // softmax in one pass each way, with the bits of the three ops one by one.
-//
-// All subtract the row's max before exponentiating, so large logits cannot
-// overflow: softmax(x) = e^(x - m) / sum e^(x - m) is the same function for
-// any m. A row that is all -inf (fully masked) gives NaN, as in PyTorch.
-// The loops here define every result. Rows along the last dim also have
-// faster copies with the same bits (core/kernels/softmax.h), which ops call
-// when the fast kernels are on. docs/softmax.md derives the backward passes.
-// Tests: tests/test_softmax.cpp, tests/test_kernels.cpp.
+// The loops here define every result; rows along the last dim also have
+// faster copies with the same bits (core/kernels/softmax.h). docs/softmax.md
+// derives the backward passes. Tests: tests/test_softmax.cpp,
+// tests/test_kernels.cpp.
 #include <cmath>
 #include <limits>
 
@@ -19,6 +15,10 @@
 #include "core/kernels/softmax.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
+
+// All subtract the row's max before exponentiating, so large logits cannot
+// overflow: softmax(x) = e^(x - m) / sum e^(x - m) is the same function for
+// any m. A row that is all -inf (fully masked) gives NaN, as in PyTorch.
 
 namespace ember {
 

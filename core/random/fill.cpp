@@ -1,4 +1,4 @@
-// The helpers every random fill shares: see fill.h.
+// The helpers every random fill shares: see fill.h. Tests: tests/test_random.cpp.
 #include "core/random/fill.h"
 
 #include <algorithm>

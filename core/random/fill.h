@@ -1,11 +1,13 @@
 // Helpers shared by the random fills (distributions.cpp, normal.cpp,
-// multinomial.cpp) and dropout. Private; defined in fill.cpp.
+// multinomial.cpp) and dropout. Private; defined in fill.cpp, but for
+// bernoulli_fill, which is in distributions.cpp with bernoulli_.
 //
 // PyTorch fills a tensor one element at a time in *memory* order: its
 // TensorIterator puts the dimension with the largest stride outermost. So a
 // transposed view receives its draws in the order of the buffer under it, not
 // in the order its indices suggest. for_each_in_memory_order walks the same
 // way. Fills are serial on purpose: every draw depends on the one before.
+// Tests: tests/test_random.cpp.
 #pragma once
 
 #include <cstdint>

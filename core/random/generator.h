@@ -1,14 +1,10 @@
-// PyTorch's CPU random number generator, bit for bit.
-//
-// A Generator is an MT19937 engine seeded as torch.manual_seed seeds it, plus
-// the cached second sample of the scalar Box-Muller path. The distributions
-// (rand, randn, randint, uniform_, normal_, bernoulli_, exponential_,
-// multinomial, dropout masks) turn its words into numbers exactly as PyTorch
+// PyTorch's CPU random number generator, bit for bit: a Generator is an
+// MT19937 engine seeded as torch.manual_seed seeds it, plus the cached second
+// sample of the scalar Box-Muller path. The distributions (distributions.cpp,
+// normal.cpp, multinomial.cpp) turn its words into numbers exactly as PyTorch
 // 1.13 does on an x86 CPU with AVX2, so the same seed gives the same tensors.
 // docs/random.md gives every rule and how it was checked against PyTorch.
-// The engine is generator.cpp; the distributions are distributions.cpp,
-// normal.cpp and multinomial.cpp. Tests: tests/test_random.cpp (values
-// printed by torch, to every bit).
+// Tests: tests/test_random.cpp (values printed by torch, to every bit).
 #pragma once
 
 #include <array>

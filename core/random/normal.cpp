@@ -1,13 +1,5 @@
 // Normal samples bit-identical to PyTorch 1.13's x86 AVX2 build: randn,
-// randn_like and Tensor::normal_.
-//
-// Two Box-Muller paths, chosen as PyTorch chooses them:
-//  * contiguous tensors of 16 or more elements: the 16-wide fill. float32
-//    runs avx_mathfun's Cephes log and sincos, reproduced here with plain
-//    float arithmetic and std::fmaf exactly where GCC fused the vector code;
-//    float64 runs glibc log/sin/cos.
-//  * everything else: a scalar double Box-Muller that caches its second
-//    sample in the Generator, in memory order.
+// randn_like and Tensor::normal_, by PyTorch's two Box-Muller paths (below).
 // Not covered: the non-AVX2 kernels (unfused libm float path) and MKL.
 // docs/random.md ("Normal") walks through both paths with a worked example.
 // Tests: tests/test_random.cpp.
@@ -20,6 +12,14 @@
 #include "core/ops/ops.h"
 #include "core/random/fill.h"
 #include "core/tensor/shape.h"
+
+// The two paths, chosen as PyTorch chooses them:
+//  * contiguous tensors of 16 or more elements: the 16-wide fill. float32
+//    runs avx_mathfun's Cephes log and sincos, reproduced here with plain
+//    float arithmetic and std::fmaf exactly where GCC fused the vector code;
+//    float64 runs glibc log/sin/cos.
+//  * everything else: a scalar double Box-Muller that caches its second
+//    sample in the Generator, in memory order.
 
 namespace ember {
 

@@ -1,6 +1,7 @@
 // Helpers shared by ember's own files (core/, nn/): not part of the public
 // API, never installed. Everything private to ember lives in namespace
 // ember::internal; core/README.md lists the private headers.
+// Tests: tests/test_tensor.cpp, tests/test_errors.cpp.
 #pragma once
 
 #include "core/tensor/tensor.h"

@@ -1,14 +1,9 @@
 // The printer: `std::cout << tensor` and to_string(tensor), character for
 // character as PyTorch 1.13 prints a CPU tensor (torch/_tensor_str.py), for
-// float32, float64, int64 and bool tensors of any shape, contiguous or not.
-//
-// Three steps, as in torch: a Formatter looks at the elements that will be
-// shown and picks one notation (integer, fixed or scientific) and one width for
-// the whole tensor; the nested brackets are laid out, summarised with "..."
-// past the threshold and wrapped at the line width; then the suffixes (size,
-// dtype, grad_fn or requires_grad) are appended. Printing only reads memory:
-// it runs no op, so it never records autograd history.
-// Rules and a worked example: docs/printing.md. Tests: tests/test_print.cpp.
+// float32, float64, int64 and bool tensors of any shape, contiguous or not,
+// in torch's three steps (below). Printing only reads memory: it records no
+// autograd history. Rules and a worked example: docs/printing.md. Tests:
+// tests/test_print.cpp.
 #include "core/tensor/print.h"
 
 #include <algorithm>
@@ -21,6 +16,12 @@
 
 #include "core/autograd/autograd.h"
 #include "core/tensor/tensor.h"
+
+// The three steps: a Formatter looks at the elements that will be shown and
+// picks one notation (integer, fixed or scientific) and one width for the
+// whole tensor; the nested brackets are laid out, summarised with "..." past
+// the threshold and wrapped at the line width; then the suffixes (size,
+// dtype, grad_fn or requires_grad) are appended.
 
 namespace ember {
 

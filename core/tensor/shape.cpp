@@ -1,4 +1,5 @@
 // Shape arithmetic: see shape.h.
+// Tests: tests/test_views.cpp, tests/test_binary.cpp.
 #include "core/tensor/shape.h"
 
 #include <limits>

@@ -1,26 +1,6 @@
 // Storage: aligned allocation and release, through a cache that recycles
-// buffers. See storage.h.
-//
-// Why a cache. A training step allocates the same tensors every step. glibc
-// serves large blocks (attention's scores, 100 MB each at the lecture size)
-// with a fresh mmap and unmaps them on free, so every step the kernel hands
-// out new pages and zeroes each one on first touch; small blocks go through
-// glibc's aligned allocation path and the merging of freed blocks. Both
-// showed in profiles of a training step (docs/performance.md, "A buffer
-// cache"); a hit here is a mutex and a vector pop.
-//
-// The rule. A released buffer is kept, and the next request of its size
-// takes it back (the one released last: its memory is the likeliest to still
-// be in the CPU's caches). Sizes are filed in classes: under kMinCached,
-// four per doubling (..., 256, 320, 384, 448, 512, ...), so a buffer is at
-// most a quarter larger than asked; from kMinCached up, whole pages. The
-// cache never lets the process grow past its own busiest moment: before
-// fresh memory is allocated, kept buffers are released (small ones first,
-// then large ones oldest first) until live + kept + the request fits under
-// the most live memory seen so far. So a steady loop runs from the cache
-// without a page fault, a pattern of new sizes cannot pile up unused
-// buffers, and peak memory is what it was without the cache. empty_cache()
-// releases every kept buffer.
+// buffers (see "The buffer cache" below, and storage.h for the contract).
+// Tests: tests/test_storage.cpp.
 #include "core/tensor/storage.h"
 
 #include <array>
@@ -39,6 +19,27 @@
 #define EMBER_POISON(p, n) ((void)(p), (void)(n))
 #define EMBER_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
+
+// The buffer cache. Why: a training step allocates the same tensors every
+// step. glibc serves large blocks (attention's scores, 100 MB each at the
+// lecture size) with a fresh mmap and unmaps them on free, so every step the
+// kernel hands out new pages and zeroes each one on first touch; small blocks
+// go through glibc's aligned allocation path and the merging of freed blocks.
+// Both showed in profiles of a training step (docs/performance.md, "A buffer
+// cache"); a hit here is a mutex and a vector pop.
+//
+// The rule. A released buffer is kept, and the next request of its size
+// takes it back (the one released last: its memory is the likeliest to still
+// be in the CPU's caches). Sizes are filed in classes: under kMinCached,
+// four per doubling (..., 256, 320, 384, 448, 512, ...), so a buffer is at
+// most a quarter larger than asked; from kMinCached up, whole pages. The
+// cache never lets the process grow past its own busiest moment: before
+// fresh memory is allocated, kept buffers are released (small ones first,
+// then large ones oldest first) until live + kept + the request fits under
+// the most live memory seen so far. So a steady loop runs from the cache
+// without a page fault, a pattern of new sizes cannot pile up unused
+// buffers, and peak memory is what it was without the cache. empty_cache()
+// releases every kept buffer.
 
 namespace ember {
 

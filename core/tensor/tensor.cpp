@@ -1,6 +1,7 @@
 // Tensor's accessors, copies and conversions: the parts of tensor.h that are
 // neither views (view.cpp), math (core/ops/) nor autograd
 // (core/autograd/autograd.cpp); and the private helpers of internal.h.
+// Tests: tests/test_tensor.cpp.
 #include "core/tensor/tensor.h"
 
 #include <cmath>

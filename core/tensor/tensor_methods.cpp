@@ -1,5 +1,6 @@
 // Tensor's math methods: each one calls the free function of the same name in
 // core/ops/ops.h, so x.sum(1, true) and sum(x, 1, true) are the same op.
+// Tests: the op tests call both forms (tests/test_reduce.cpp, ...).
 #include "core/ops/ops.h"
 
 namespace ember {
