@@ -172,6 +172,44 @@ TEST_CASE("the AVX2 direct and packed kernels give identical bits", "[matmul][ge
     }
 }
 
+TEST_CASE("the AVX-512 tile gives the AVX2 tiles' bits", "[matmul][gemm]") {
+    if (!gemm_uses_avx2() || !cpu_has_avx512f()) {
+        WARN("skipped: the AVX-512 kernel does not run here (no AVX-512F, or a reference build)");
+        return;
+    }
+    // Both tiles run one fused multiply-add per k, in increasing k, from C's
+    // start value: the same bits on every shape, layout and edge, whichever
+    // of the two the dispatch picks (gemm_uses_avx512). Larger shapes too:
+    // several k blocks, partial 14-row and 32-column panels, wide C.
+    std::vector<Shape3> shapes = kAwkwardShapes;
+    shapes.insert(shapes.end(), {{300, 600, 70}, {29, 513, 301}, {130, 257, 4100}, {15, 40, 33}});
+    for (const Shape3& s : shapes) {
+        for (int layout = 0; layout < 4; ++layout) {
+            bool ta = layout & 1, tb = layout & 2;
+            DYNAMIC_SECTION(s.m << "x" << s.k << "x" << s.n << (ta ? " A^T" : "") << (tb ? " B^T" : "")) {
+                std::vector<float> a = pattern(s.m * s.k, 21), b = pattern(s.k * s.n, 22);
+                MatrixRef<const float> ma{a.data(), s.m, s.k, ta ? 1 : s.k, ta ? s.m : 1};
+                MatrixRef<const float> mb{b.data(), s.k, s.n, tb ? 1 : s.n, tb ? s.k : 1};
+                for (bool accumulate : {false, true}) {
+                    std::vector<float> avx2(s.m * s.n, 0.25f), avx512(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
+                    gemm_packed_avx2(ma, mb, MatrixRef<float>{avx2.data(), s.m, s.n, s.n, 1}, accumulate);
+                    gemm_packed_avx512(ma, mb, MatrixRef<float>{avx512.data(), s.m, s.n, s.n, 1}, accumulate);
+                    int64_t differ = 0;
+                    for (size_t i = 0; i < avx2.size(); ++i) differ += avx512[i] != avx2[i];
+                    REQUIRE(differ == 0);
+                    gemm_packed_avx512(ma, mb, MatrixRef<float>{strided.data(), s.m, s.n, 1, s.m}, accumulate);
+                    // C stored transposed: the edge tiles go through the local tile.
+                    for (int64_t i = 0; i < s.m; ++i)
+                        for (int64_t j = 0; j < s.n; ++j) differ += strided[j * s.m + i] != avx2[i * s.n + j];
+                    REQUIRE(differ == 0);
+                }
+            }
+        }
+    }
+    INFO("the dispatch picked " << (gemm_uses_avx512() ? "AVX-512" : "AVX2") << " on this CPU");
+    SUCCEED();
+}
+
 TEST_CASE("matmul reads strided and broadcast operands in place", "[matmul]") {
     std::vector<float> av = pattern(6 * 10, 3), bv = pattern(10 * 8, 4);
     Tensor a = from_vector(av, {6, 10});

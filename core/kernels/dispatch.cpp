@@ -23,4 +23,13 @@ bool cpu_has_avx2_fma() {
 #endif
 }
 
+bool cpu_has_avx512f() {
+#if defined(__x86_64__) || defined(__i386__)
+    static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    return has;
+#else
+    return false;
+#endif
+}
+
 } // namespace ember::internal

@@ -40,7 +40,8 @@ private:
     bool previous_;
 };
 
-// True when this CPU (checked once, at run time) has AVX2 and FMA.
+// True when this CPU (checked once, at run time) has AVX2 and FMA; AVX-512F.
 bool cpu_has_avx2_fma();
+bool cpu_has_avx512f();
 
 } // namespace ember::internal

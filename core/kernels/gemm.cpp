@@ -12,6 +12,7 @@
 #include "core/kernels/gemm.h"
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "core/kernels/dispatch.h"
@@ -124,6 +125,48 @@ static void gemm_impl(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c
 
 bool gemm_uses_avx2() { return use_fast_kernels() && cpu_has_avx2_fma(); }
 
+namespace {
+
+// Seconds the fastest of `rounds` runs of c = a @ b took with `kernel`.
+double fastest(void (*kernel)(MatrixRef<const float>, MatrixRef<const float>, MatrixRef<float>, bool),
+               const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c, int64_t m, int64_t n,
+               int64_t k, int rounds) {
+    double best = 1e30;
+    for (int r = 0; r < rounds; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        kernel({a.data(), m, k, k, 1}, {b.data(), k, n, n, 1}, {c.data(), m, n, n, 1}, false);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return best;
+}
+
+// The rule for the AVX-512 tile: a CPU with AVX-512F runs it only if it
+// measures faster than the AVX2 tile, once per process, on one product of
+// 168 x 512 x 256, alternating the two, fastest of six each (about 2 ms). CPUs that run
+// 512-bit instructions at full width (Intel's Xeons, AMD's Zen 5) pick it;
+// those that split each into two halves (Zen 4) may not. Both tiles give
+// the same bits, so the choice never changes a result. docs/matmul.md.
+bool avx512_measured_faster() {
+    const int64_t m = 168, n = 512, k = 256;
+    std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n));
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.5f - 1.0f;
+    double avx2 = 1e30, avx512 = 1e30;
+    for (int round = 0; round < 3; ++round) { // alternated, so that a slow moment hits both
+        avx2 = std::min(avx2, fastest(gemm_packed_avx2, a, b, c, m, n, k, 2));
+        avx512 = std::min(avx512, fastest(gemm_packed_avx512, a, b, c, m, n, k, 2));
+    }
+    return avx512 < avx2;
+}
+
+} // namespace
+
+bool gemm_uses_avx512() {
+    if (!gemm_uses_avx2() || !cpu_has_avx512f()) return false;
+    static const bool faster = avx512_measured_faster();
+    return faster;
+}
+
 // Multiply-adds up to which the AVX2 path skips packing and reads the
 // operands where they lie (gemm_direct_avx2): below about 146^3 the packing
 // costs more than the cache locality it buys; at 256 x 256 x 64 (attention's
@@ -131,6 +174,13 @@ bool gemm_uses_avx2() { return use_fast_kernels() && cpu_has_avx2_fma(); }
 // the measurements. Both AVX2 kernels give the same bits, so the choice
 // never changes a result.
 constexpr int64_t kDirectWork = int64_t{3} << 20;
+
+// Multiply-adds from which a product runs on the AVX-512 tile, where it is
+// used at all (gemm_uses_avx512): the lecture's Linear layers and larger.
+// Below, the AVX2 tiles: in a training step, short bursts of 512-bit
+// instructions among other work did not measure faster, and may slow the
+// core's clock for the code around them. docs/performance.md.
+constexpr int64_t kAvx512Work = int64_t{1} << 24;
 
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
@@ -140,7 +190,8 @@ void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c
             gemm_direct_avx2(a, b, c, accumulate);
             return;
         }
-        gemm_packed_avx2(a, b, c, accumulate);
+        if (m * n * k >= kAvx512Work && gemm_uses_avx512()) gemm_packed_avx512(a, b, c, accumulate);
+        else gemm_packed_avx2(a, b, c, accumulate);
         return;
     }
     gemm_impl(a, b, c, accumulate);

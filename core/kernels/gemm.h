@@ -44,8 +44,11 @@ void gemm_reference(MatrixRef<const double> a, MatrixRef<const double> b, Matrix
 // and a join cost more than the work (docs/performance.md).
 inline constexpr int64_t kGemmParallelWork = 1 << 18;
 
-// True when float32 products currently run on the AVX2 kernel.
+// True when float32 products currently run on the AVX2 kernels; and when
+// large ones run on the AVX-512 tile (a CPU with AVX-512F, where that tile
+// measured faster than the AVX2 one: gemm.cpp gives the rule).
 bool gemm_uses_avx2();
+bool gemm_uses_avx512();
 
 // Calls slice(i) for i in [0, count), each slice a product of `work`
 // multiply-adds whose gemm splits its own rows between threads. When there

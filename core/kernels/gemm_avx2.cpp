@@ -193,39 +193,68 @@ void copy_rows_avx2(MatrixRef<const float> b, float* out) {
 
 // ---- packing for the packed driver -----------------------------------------------------------
 //
-// The packed driver lays A out in panels of 6 rows (out[p*6 + i]) and B in
-// panels of 16 columns (out[p*16 + j]). When the copy runs across the
+// The packed drivers lay A out in panels of 6 or 14 rows (out[p*6 + i]) and
+// B in panels of 16 or 32 columns (out[p*16 + j]). When the copy runs across the
 // operand's contiguous dim, one float at a time through both strides, it
 // costs as much as a tenth of a large product's time; these do full panels
 // with 8x8 transposes or whole-vector moves instead. Copies: same values.
 
-void pack_a_panel_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out) {
-    if (a.col_stride == 1) { // rows contiguous: 8 columns of 6 rows (and 2 repeats) at a time, transposed
-        const float* row[8];
-        for (int64_t r = 0; r < 8; ++r) row[r] = &a.at(i0 + std::min<int64_t>(r, 5), p0);
-        int64_t p = 0;
-        for (; p + 8 <= kc; p += 8) {
-            __m256 v[8];
-            transposed_8x8(row, p, v);
-            for (int q = 0; q < 8; ++q) { // lanes 0-5 of each: 4 floats, then 2
-                float* dst = out + (p + q) * 6;
-                _mm_storeu_ps(dst, _mm256_castps256_ps128(v[q]));
-                _mm_storel_pi(reinterpret_cast<__m64*>(dst + 4), _mm256_extractf128_ps(v[q], 1));
+// The first n floats of v (n is 6 or 8) to dst.
+static void store_first(float* dst, __m256 v, int n) {
+    if (n == 8) {
+        _mm256_storeu_ps(dst, v);
+        return;
+    }
+    _mm_storeu_ps(dst, _mm256_castps256_ps128(v));
+    _mm_storel_pi(reinterpret_cast<__m64*>(dst + 4), _mm256_extractf128_ps(v, 1));
+}
+
+// n adjacent floats (6 or 8) from src to dst.
+static void copy_first(float* dst, const float* src, int n) {
+    if (n == 8) {
+        _mm256_storeu_ps(dst, _mm256_loadu_ps(src));
+        return;
+    }
+    _mm_storeu_ps(dst, _mm_loadu_ps(src));
+    _mm_storel_pi(reinterpret_cast<__m64*>(dst + 4),
+                  _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(src + 4)));
+}
+
+// A panel of Mr rows (6 or 14), in groups of 8 rows (the last group 6).
+template <int Mr>
+static void pack_a_panel(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out) {
+    if (a.col_stride == 1) { // rows contiguous: 8 columns of a group's rows at a time, transposed
+        for (int g = 0; g < Mr; g += 8) {
+            const int n = std::min(8, Mr - g);
+            const float* row[8];
+            for (int r = 0; r < 8; ++r) row[r] = &a.at(i0 + g + std::min(r, n - 1), p0);
+            int64_t p = 0;
+            for (; p + 8 <= kc; p += 8) {
+                __m256 v[8];
+                transposed_8x8(row, p, v);
+                for (int q = 0; q < 8; ++q) store_first(out + (p + q) * Mr + g, v[q], n);
             }
+            for (; p < kc; ++p)
+                for (int i = 0; i < n; ++i) out[p * Mr + g + i] = row[i][p];
         }
-        for (; p < kc; ++p)
-            for (int64_t i = 0; i < 6; ++i) out[p * 6 + i] = row[i][p];
-    } else { // columns contiguous (a transposed matrix): each step of k is 6 adjacent floats
+    } else { // columns contiguous (a transposed matrix): each step of k is Mr adjacent floats
         for (int64_t p = 0; p < kc; ++p) {
             const float* src = &a.at(i0, p0 + p);
-            _mm_storeu_ps(out + p * 6, _mm_loadu_ps(src));
-            _mm_storel_pi(reinterpret_cast<__m64*>(out + p * 6 + 4),
-                          _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(src + 4)));
+            for (int g = 0; g < Mr; g += 8) copy_first(out + p * Mr + g, src + g, std::min(8, Mr - g));
         }
     }
 }
 
-void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out) {
+void pack_a_panel_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out) {
+    pack_a_panel<6>(a, i0, p0, kc, out);
+}
+
+void pack_a_panel_14_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out) {
+    pack_a_panel<14>(a, i0, p0, kc, out);
+}
+
+void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out,
+                                  int64_t ldo) {
     const float* col[16];
     for (int64_t j = 0; j < 16; ++j) col[j] = &b.at(p0, j0 + j);
     int64_t p = 0;
@@ -233,12 +262,12 @@ void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t 
         __m256 lo[8], hi[8];
         transposed_8x8(col, p, lo), transposed_8x8(col + 8, p, hi);
         for (int q = 0; q < 8; ++q) {
-            _mm256_storeu_ps(out + (p + q) * 16, lo[q]);
-            _mm256_storeu_ps(out + (p + q) * 16 + 8, hi[q]);
+            _mm256_storeu_ps(out + (p + q) * ldo, lo[q]);
+            _mm256_storeu_ps(out + (p + q) * ldo + 8, hi[q]);
         }
     }
     for (; p < kc; ++p)
-        for (int64_t j = 0; j < 16; ++j) out[p * 16 + j] = col[j][p];
+        for (int64_t j = 0; j < 16; ++j) out[p * ldo + j] = col[j][p];
 }
 
 // ---- narrow panels: 5 to 8 columns ----------------------------------------------------------
@@ -357,9 +386,15 @@ void pack_a_panel_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t
         for (int64_t i = 0; i < 6; ++i) out[p * 6 + i] = a.at(i0 + i, p0 + p);
 }
 
-void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out) {
+void pack_a_panel_14_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out) {
     for (int64_t p = 0; p < kc; ++p)
-        for (int64_t j = 0; j < 16; ++j) out[p * 16 + j] = b.at(p0 + p, j0 + j);
+        for (int64_t i = 0; i < 14; ++i) out[p * 14 + i] = a.at(i0 + i, p0 + p);
+}
+
+void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out,
+                                  int64_t ldo) {
+    for (int64_t p = 0; p < kc; ++p)
+        for (int64_t j = 0; j < 16; ++j) out[p * ldo + j] = b.at(p0 + p, j0 + j);
 }
 
 void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,

@@ -1,7 +1,8 @@
-// The packed SGEMM driver: blocking, packing and threads around the 6x16
-// micro-kernel (gemm_avx2.cpp), the classic BLIS/GotoBLAS loop nest drawn
-// below. Every C element sums its k in the same order whatever the thread
-// count. docs/matmul.md explains it with a picture; tests/test_matmul.cpp.
+// The packed SGEMM driver: blocking, packing and threads around a register
+// tile, the 6x16 AVX2 one (gemm_avx2.cpp) or the 14x32 AVX-512 one
+// (gemm_avx512.cpp), in the classic BLIS/GotoBLAS loop nest drawn below.
+// Every C element sums its k in the same order whatever the tile and the
+// thread count. docs/matmul.md explains it with a picture; tests/test_matmul.cpp.
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -13,13 +14,15 @@
 //
 //   for each block of kNc columns of C (jc):
 //     for each block of kKc values of k (pc):
-//       pack B[pc:+kc, jc:+nc] into panels of 16 columns     (threads share it, L3)
-//       in parallel, each thread a contiguous range of 6-row panels of C
-//       (or of 16-column panels, when C has few rows):
+//       pack B[pc:+kc, jc:+nc] into panels of kNr columns    (threads share it, L3)
+//       in parallel, each thread a contiguous range of kMr-row panels of C
+//       (or of kNr-column panels, when C has few rows):
 //         for each block of kMc rows (ic) in that range:
-//           pack A[ic:+mc, pc:+kc] into panels of 6 rows        (per thread, L2)
-//           for each 16-column panel (jr), for each 6-row panel (ir):
-//             the micro-kernel: C[ir:+6, jr:+16] += Apanel @ Bpanel (registers)
+//           pack A[ic:+mc, pc:+kc] into panels of kMr rows      (per thread, L2)
+//           for each kNr-column panel (jr), for each kMr-row panel (ir):
+//             the micro-kernel: C[ir:+kMr, jr:+kNr] += Apanel @ Bpanel (registers)
+//
+// (kMr x kNr is 6 x 16 for AVX2, 14 x 32 for AVX-512.)
 //
 // Packing lays each panel out in exactly the order the micro-kernel reads
 // it, whatever the strides of A and B (a transposed operand costs one copy
@@ -30,8 +33,38 @@ namespace ember::internal {
 
 namespace {
 
-constexpr int64_t kMr = 6, kNr = 16;  // the micro-kernel's tile
-constexpr int64_t kMc = 96;           // rows of A per packed block: 96 x 256 floats = 96 KB (L2)
+// The two register tiles the driver can run, with the packing each reads.
+struct Avx2Tile {
+    static constexpr int64_t kMr = 6, kNr = 16; // the micro-kernel's tile
+    static constexpr int64_t kMc = 96;          // rows of A per packed block: 96 x 256 floats = 96 KB (L2)
+    static void kernel(int64_t kc, const float* const a[kMr], int64_t acs, const float* b, float* c, int64_t ldc,
+                       bool add) {
+        kernel_6x16_avx2(kc, a, acs, b, c, ldc, add);
+    }
+    static void pack_a_panel(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out) {
+        pack_a_panel_avx2(a, i0, p0, kc, out);
+    }
+    static void pack_b_panel_transposed(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out) {
+        pack_b_panel_transposed_avx2(b, p0, kc, j0, out, kNr);
+    }
+};
+
+struct Avx512Tile {
+    static constexpr int64_t kMr = 14, kNr = 32;
+    static constexpr int64_t kMc = 112; // 112 x 256 floats = 112 KB (L2)
+    static void kernel(int64_t kc, const float* const a[kMr], int64_t acs, const float* b, float* c, int64_t ldc,
+                       bool add) {
+        kernel_14x32_avx512(kc, a, acs, b, c, ldc, add);
+    }
+    static void pack_a_panel(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out) {
+        pack_a_panel_14_avx2(a, i0, p0, kc, out);
+    }
+    static void pack_b_panel_transposed(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out) {
+        pack_b_panel_transposed_avx2(b, p0, kc, j0, out, kNr);
+        pack_b_panel_transposed_avx2(b, p0, kc, j0 + 16, out + 16, kNr);
+    }
+};
+
 constexpr int64_t kKc = 256;          // depth of a block
 constexpr int64_t kNc = 4096;         // columns of B per packed block: 256 x 4096 floats = 4 MB (L3)
 constexpr int64_t kInPlacePanels = 8; // at most this many panels of B: read A in place (block_rows)
@@ -56,14 +89,16 @@ private:
 };
 
 // Panels [panel_begin, panel_end) of B[pc:pc+kc, jc:jc+nc] cut into panels
-// of 16 columns: out[panel*kc*16 + p*16 + j].
+// of kNr columns: out[panel*kc*kNr + p*kNr + j].
+template <class Tile>
 void pack_b(MatrixRef<const float> b, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t panel_begin,
             int64_t panel_end, float* out) {
+    constexpr int64_t kNr = Tile::kNr;
     for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
         const int64_t j0 = jc + panel * kNr, cols = std::min(kNr, nc - panel * kNr);
         float* dst = out + panel * kc * kNr;
         if (b.row_stride == 1 && b.col_stride != 1 && cols == kNr) {
-            pack_b_panel_transposed_avx2(b, pc, kc, j0, dst);
+            Tile::pack_b_panel_transposed(b, pc, kc, j0, dst);
             continue;
         }
         for (int64_t p = 0; p < kc; ++p) {
@@ -78,13 +113,15 @@ void pack_b(MatrixRef<const float> b, int64_t pc, int64_t kc, int64_t jc, int64_
     }
 }
 
-// A[ic:ic+mc, pc:pc+kc] as panels of 6 rows: out[panel*kc*6 + p*6 + i].
+// A[ic:ic+mc, pc:pc+kc] as panels of kMr rows: out[panel*kc*kMr + p*kMr + i].
+template <class Tile>
 void pack_a(MatrixRef<const float> a, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float* out) {
+    constexpr int64_t kMr = Tile::kMr;
     for (int64_t panel = 0; panel * kMr < mc; ++panel) {
         const int64_t i0 = ic + panel * kMr, rows = std::min(kMr, mc - panel * kMr);
         float* dst = out + panel * kc * kMr;
         if (rows == kMr && (a.col_stride == 1 || a.row_stride == 1)) {
-            pack_a_panel_avx2(a, i0, pc, kc, dst);
+            Tile::pack_a_panel(a, i0, pc, kc, dst);
             continue;
         }
         for (int64_t p = 0; p < kc; ++p) {
@@ -94,43 +131,47 @@ void pack_a(MatrixRef<const float> a, int64_t ic, int64_t mc, int64_t pc, int64_
     }
 }
 
-// One 6x16 tile of C, row i of A at a[i] (elements acs apart). Full tiles
-// of a row-major C go straight to the kernel; edge tiles (and strided C) go
+// One tile of C, row i of A at a[i] (elements acs apart). Full tiles of a
+// row-major C go straight to the kernel; edge tiles (and strided C) go
 // through a local tile, of which only the valid part is read and written back.
-void tile(int64_t kc, const float* const a[6], int64_t acs, const float* bp, MatrixRef<float> c, int64_t i0, int64_t j0,
-          int64_t rows, int64_t cols, bool add) {
+template <class Tile>
+void tile(int64_t kc, const float* const a[Tile::kMr], int64_t acs, const float* bp, MatrixRef<float> c, int64_t i0,
+          int64_t j0, int64_t rows, int64_t cols, bool add) {
+    constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr;
     if (rows == kMr && cols == kNr && c.col_stride == 1) {
-        kernel_6x16_avx2(kc, a, acs, bp, &c.at(i0, j0), c.row_stride, add);
+        Tile::kernel(kc, a, acs, bp, &c.at(i0, j0), c.row_stride, add);
         return;
     }
-    alignas(32) float local[kMr * kNr] = {};
+    alignas(64) float local[kMr * kNr] = {};
     if (add)
         for (int64_t i = 0; i < rows; ++i)
             for (int64_t j = 0; j < cols; ++j) local[i * kNr + j] = c.at(i0 + i, j0 + j);
-    kernel_6x16_avx2(kc, a, acs, bp, local, kNr, add);
+    Tile::kernel(kc, a, acs, bp, local, kNr, add);
     for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; ++j) c.at(i0 + i, j0 + j) = local[i * kNr + j];
 }
 
-// C's rows [6 rp_begin, 6 rp_end) and 16-column panels [jp_begin, jp_end) of
-// one (jc, pc) block, B's block packed at bp. A is packed kMc rows at a time
-// into this thread's scratch; then for each panel of B (in L1) the kernel
-// runs down the packed rows (in L2).
+// C's rows [kMr rp_begin, kMr rp_end) and kNr-column panels [jp_begin,
+// jp_end) of one (jc, pc) block, B's block packed at bp. A is packed kMc
+// rows at a time into this thread's scratch; then for each panel of B (in
+// L1) the kernel runs down the packed rows (in L2).
 //
 // Packing A pays when the kernel reads each packed row many times, once per
-// panel of B. With kInPlacePanels panels or fewer (C at most 128 columns
-// wide, such as lm_head's 65) the copy costs more than it saves, and the
-// kernel reads A where it lies instead, provided its rows or its columns are
-// contiguous.
+// panel of B. With kInPlacePanels panels or fewer (C at most 128 or 256
+// columns wide, such as lm_head's 65) the copy costs more than it saves,
+// and the kernel reads A where it lies instead, provided its rows or its
+// columns are contiguous.
+template <class Tile>
 void block_rows(MatrixRef<const float> a, MatrixRef<float> c, const float* bp, int64_t pc, int64_t kc, int64_t jc,
                 int64_t nc, int64_t rp_begin, int64_t rp_end, int64_t jp_begin, int64_t jp_end, bool add) {
+    constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr, kMc = Tile::kMc;
     static thread_local Scratch a_scratch;
     const bool in_place = (a.col_stride == 1 || a.row_stride == 1) && jp_end - jp_begin <= kInPlacePanels;
     float* ap = in_place ? nullptr : a_scratch.get(static_cast<size_t>(kMc * kc));
     const int64_t row_end = std::min(c.rows, rp_end * kMr);
     for (int64_t ic = rp_begin * kMr; ic < row_end; ic += kMc) {
         const int64_t mc = std::min(kMc, row_end - ic);
-        if (!in_place) pack_a(a, ic, mc, pc, kc, ap);
+        if (!in_place) pack_a<Tile>(a, ic, mc, pc, kc, ap);
         for (int64_t jp = jp_begin; jp < jp_end; ++jp) {
             const int64_t j0 = jp * kNr, cols = std::min(kNr, nc - j0);
             if (in_place && cols <= kEdgeCols) {
@@ -148,15 +189,15 @@ void block_rows(MatrixRef<const float> a, MatrixRef<float> c, const float* bp, i
                 } else {
                     for (int64_t r = 0; r < kMr; ++r) arow[r] = ap + ip * kc * kMr + r;
                 }
-                tile(kc, arow, acs, bp + jp * kc * kNr, c, ic + ip * kMr, jc + j0, rows, cols, add);
+                tile<Tile>(kc, arow, acs, bp + jp * kc * kNr, c, ic + ip * kMr, jc + j0, rows, cols, add);
             }
         }
     }
 }
 
-} // namespace
-
-void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+template <class Tile>
+void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int64_t row_panels = (m + kMr - 1) / kMr;
     const int64_t threads = get_num_threads();
@@ -167,29 +208,39 @@ void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
         for (int64_t pc = 0; pc < k; pc += kKc) {
             const int64_t kc = std::min(kKc, k - pc);
             float* bp = b_scratch.get(static_cast<size_t>(n_panels * kc * kNr));
-            // Threads pack B's panels side by side (a panel is a kc x 16 copy).
+            // Threads pack B's panels side by side (a panel is a kc x kNr copy).
             parallel_for(0, n_panels, grain_for(kc * kNr, kGemmParallelWork / 8),
-                         [&](int64_t begin, int64_t end) { pack_b(b, pc, kc, jc, nc, begin, end, bp); });
+                         [&](int64_t begin, int64_t end) { pack_b<Tile>(b, pc, kc, jc, nc, begin, end, bp); });
             // The first k block starts C from zero (or from C when
             // accumulating); later blocks add to what earlier ones left.
             const bool add = accumulate || pc > 0;
-            // Threads split C's rows in whole 6-row panels, ceil(panels /
-            // threads) each. A product with fewer than four row panels per
-            // thread splits its 16-column panels instead, so that no thread
-            // sits idle for want of rows.
+            // Threads split C's rows in whole panels of kMr rows,
+            // ceil(panels / threads) each. A product with fewer than four row
+            // panels per thread splits its column panels instead, so that no
+            // thread sits idle for want of rows.
             if (row_panels >= 4 * threads) {
                 const int64_t grain = grain_for(kMr * kc * nc, kGemmParallelWork);
                 parallel_for(0, row_panels, grain, [&](int64_t begin, int64_t end) {
-                    block_rows(a, c, bp, pc, kc, jc, nc, begin, end, 0, n_panels, add);
+                    block_rows<Tile>(a, c, bp, pc, kc, jc, nc, begin, end, 0, n_panels, add);
                 });
             } else {
                 const int64_t grain = grain_for(m * kc * kNr, kGemmParallelWork);
                 parallel_for(0, n_panels, grain, [&](int64_t begin, int64_t end) {
-                    block_rows(a, c, bp, pc, kc, jc, nc, 0, row_panels, begin, end, add);
+                    block_rows<Tile>(a, c, bp, pc, kc, jc, nc, 0, row_panels, begin, end, add);
                 });
             }
         }
     }
+}
+
+} // namespace
+
+void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    gemm_packed<Avx2Tile>(a, b, c, accumulate);
+}
+
+void gemm_packed_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    gemm_packed<Avx512Tile>(a, b, c, accumulate);
 }
 
 void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
@@ -200,6 +251,7 @@ void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
         copy_rows_avx2(b, bp);
         b = MatrixRef<const float>{bp, k, n, n, 1};
     }
+    constexpr int64_t kMr = Avx2Tile::kMr; // the direct driver's tiles are 6 rows high too
     const int64_t row_tiles = (m + kMr - 1) / kMr;
     const int64_t grain = grain_for(kMr * n * k, kGemmParallelWork);
     parallel_for(0, row_tiles, grain, [&](int64_t begin, int64_t end) {

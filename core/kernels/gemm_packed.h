@@ -1,6 +1,6 @@
-// Private to the gemm files: the packed, AVX2-accelerated SGEMM driver
-// (gemm_packed.cpp) and its micro-kernel (gemm_avx2.cpp). gemm.cpp decides
-// when to call them. Tests: tests/test_matmul.cpp.
+// Private to the gemm files: the packed SGEMM driver (gemm_packed.cpp) and
+// its micro-kernels in AVX2 (gemm_avx2.cpp) and AVX-512 (gemm_avx512.cpp).
+// gemm.cpp decides when to call them. Tests: tests/test_matmul.cpp.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +37,21 @@ void edge_columns_avx2(MatrixRef<const float> a, const float* b, int64_t brs, Ma
 void copy_rows_avx2(MatrixRef<const float> b, float* out);
 
 // One full panel of A for the packed driver: rows [i0, i0 + 6), columns
-// [p0, p0 + kc), as out[p*6 + i]. A's rows or its columns must be contiguous.
+// [p0, p0 + kc), as out[p*6 + i]; the _14 form packs 14 rows, as
+// out[p*14 + i]. A's rows or its columns must be contiguous.
 void pack_a_panel_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out);
-// One full panel of a B whose columns are contiguous (row stride 1, such as
-// W^T or k^T): rows [p0, p0 + kc), columns [j0, j0 + 16), as out[p*16 + j].
-void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out);
+void pack_a_panel_14_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out);
+// 16 columns of a panel of a B whose columns are contiguous (row stride 1,
+// such as W^T or k^T): rows [p0, p0 + kc), columns [j0, j0 + 16), as
+// out[p*ldo + j] (ldo 16 for the AVX2 panel, 32 for half an AVX-512 one).
+void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out,
+                                  int64_t ldo);
+
+// c (14 x 32, row stride ldc) = (add ? c : 0) + a @ b over kc steps, in
+// AVX-512 (gemm_avx512.cpp): row i of A at a[i], its elements acs apart; b
+// packed as kc rows of 32 floats. The same bits as kernel_6x16_avx2.
+void kernel_14x32_avx512(int64_t kc, const float* const a[14], int64_t acs, const float* b, float* c, int64_t ldc,
+                         bool add);
 
 // Rows [row_begin, row_end) of c = a @ b (+ c when add), without packing:
 // A read through its strides, B and C row by row (b.col_stride and
@@ -51,7 +61,9 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
 // c = a @ b (+ c when accumulate) with gemm_direct_rows_avx2, copying B
 // first when its rows are not contiguous; c.col_stride must be 1.
 void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
-// c = a @ b (+ c when accumulate) with packing and the micro-kernel above.
+// c = a @ b (+ c when accumulate) with packing and the 6x16 AVX2 tile, or
+// the 14x32 AVX-512 one. Both give the same bits.
 void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+void gemm_packed_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 
 } // namespace ember::internal
