@@ -140,57 +140,61 @@ double fastest(void (*kernel)(MatrixRef<const float>, MatrixRef<const float>, Ma
     return best;
 }
 
-// The rule for the AVX-512 tile: a CPU with AVX-512F runs it only if it
-// measures faster than the AVX2 tile, once per process, on one product of
-// 168 x 512 x 256, alternating the two, fastest of six each (about 2 ms). CPUs that run
-// 512-bit instructions at full width (Intel's Xeons, AMD's Zen 5) pick it;
-// those that split each into two halves (Zen 4) may not. Both tiles give
-// the same bits, so the choice never changes a result. docs/matmul.md.
-bool avx512_measured_faster() {
-    const int64_t m = 168, n = 512, k = 256;
+using Kernel = void (*)(MatrixRef<const float>, MatrixRef<const float>, MatrixRef<float>, bool);
+
+// True when `avx512` ran c = a @ b (m x k times k x n) faster than `avx2`:
+// the two alternated, so that a slow moment hits both, fastest run of each.
+bool measured_faster(Kernel avx512, Kernel avx2, int64_t m, int64_t n, int64_t k, int rounds) {
     std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n));
     for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
     for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.5f - 1.0f;
-    double avx2 = 1e30, avx512 = 1e30;
-    for (int round = 0; round < 3; ++round) { // alternated, so that a slow moment hits both
-        avx2 = std::min(avx2, fastest(gemm_packed_avx2, a, b, c, m, n, k, 2));
-        avx512 = std::min(avx512, fastest(gemm_packed_avx512, a, b, c, m, n, k, 2));
+    double t2 = 1e30, t512 = 1e30;
+    for (int round = 0; round < rounds; ++round) {
+        t2 = std::min(t2, fastest(avx2, a, b, c, m, n, k, 2));
+        t512 = std::min(t512, fastest(avx512, a, b, c, m, n, k, 2));
     }
-    return avx512 < avx2;
+    return t512 < t2;
 }
 
 } // namespace
 
+// The rule for the AVX-512 kernels: a CPU with AVX-512F runs them only where
+// they measure faster than the AVX2 ones, once per process for each driver:
+// the packed one on a product of 168 x 512 x 256 (about 2 ms), the direct
+// one on 96 x 64 x 64 (well under 1 ms). CPUs that run 512-bit instructions
+// at full width (AMD's Zen 5, Intel's Xeons) pick them; those that split
+// each into two halves (Zen 4) may not. Both give the same bits as the AVX2
+// kernels, so the choice never changes a result. docs/matmul.md.
 bool gemm_uses_avx512() {
     if (!gemm_uses_avx2() || !cpu_has_avx512f()) return false;
-    static const bool faster = avx512_measured_faster();
+    static const bool faster = measured_faster(gemm_packed_avx512, gemm_packed_avx2, 168, 512, 256, 3);
     return faster;
 }
 
-// Multiply-adds up to which the AVX2 path skips packing and reads the
-// operands where they lie (gemm_direct_avx2): below about 146^3 the packing
-// costs more than the cache locality it buys; at 256 x 256 x 64 (attention's
-// products at the lecture size) packing wins again. docs/performance.md has
-// the measurements. Both AVX2 kernels give the same bits, so the choice
-// never changes a result.
-constexpr int64_t kDirectWork = int64_t{3} << 20;
+static bool gemm_direct_uses_avx512() {
+    if (!gemm_uses_avx2() || !cpu_has_avx512f()) return false;
+    static const bool faster = measured_faster(gemm_direct_avx512, gemm_direct_avx2, 96, 64, 64, 8);
+    return faster;
+}
 
-// Multiply-adds from which a product runs on the AVX-512 tile, where it is
-// used at all (gemm_uses_avx512): the lecture's Linear layers and larger.
-// Below, the AVX2 tiles: in a training step, short bursts of 512-bit
-// instructions among other work did not measure faster, and may slow the
-// core's clock for the code around them. docs/performance.md.
-constexpr int64_t kAvx512Work = int64_t{1} << 24;
+// Multiply-adds up to which products skip packing and read the operands
+// where they lie (gemm_direct_avx2 or _avx512): below about 146^3 the
+// packing costs more than the cache locality it buys; at 256 x 256 x 64
+// (attention's products at the lecture size) packing wins again.
+// docs/matmul.md. Every kernel gives the same bits, so the choice never
+// changes a result.
+constexpr int64_t kDirectWork = int64_t{3} << 20;
 
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     if (m == 0 || n == 0) return; // nothing to write
     if (gemm_uses_avx2() && k > 0) {
         if (c.col_stride == 1 && m * n * k <= kDirectWork) {
-            gemm_direct_avx2(a, b, c, accumulate);
+            if (gemm_direct_uses_avx512()) gemm_direct_avx512(a, b, c, accumulate);
+            else gemm_direct_avx2(a, b, c, accumulate);
             return;
         }
-        if (m * n * k >= kAvx512Work && gemm_uses_avx512()) gemm_packed_avx512(a, b, c, accumulate);
+        if (gemm_uses_avx512()) gemm_packed_avx512(a, b, c, accumulate);
         else gemm_packed_avx2(a, b, c, accumulate);
         return;
     }
@@ -199,6 +203,22 @@ void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c
 void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate) {
     gemm_impl(a, b, c, accumulate);
 }
+template <typename T>
+static void copy_to_row_major_impl(MatrixRef<const T> m, T* out) {
+    if (m.row_stride < m.col_stride) { // columns contiguous: read down them
+        for (int64_t j = 0; j < m.cols; ++j)
+            for (int64_t i = 0; i < m.rows; ++i) out[i * m.cols + j] = m.at(i, j);
+    } else {
+        for (int64_t i = 0; i < m.rows; ++i)
+            for (int64_t j = 0; j < m.cols; ++j) out[i * m.cols + j] = m.at(i, j);
+    }
+}
+void copy_to_row_major(MatrixRef<const float> m, float* out) {
+    if (gemm_uses_avx2()) copy_rows_avx2(m, out);
+    else copy_to_row_major_impl(m, out);
+}
+void copy_to_row_major(MatrixRef<const double> m, double* out) { copy_to_row_major_impl(m, out); }
+
 void gemm_reference(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
     gemm_reference_impl(a, b, c, accumulate);
 }

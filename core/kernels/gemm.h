@@ -40,6 +40,13 @@ void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double
 void gemm_reference(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm_reference(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate);
 
+// out (m.rows x m.cols, row-major) = m, read through its strides. A
+// transposed matrix (row stride 1) is copied in 8x8 blocks with AVX2, as
+// gemm packs a transposed B; otherwise element by element, in the order
+// that reads m's contiguous dim.
+void copy_to_row_major(MatrixRef<const float> m, float* out);
+void copy_to_row_major(MatrixRef<const double> m, double* out);
+
 // Multiply-adds below which a product stays on the calling thread: a fork
 // and a join cost more than the work (docs/performance.md).
 inline constexpr int64_t kGemmParallelWork = 1 << 18;

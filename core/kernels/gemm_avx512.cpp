@@ -4,6 +4,7 @@
 // (meson.build); gemm.cpp calls it only after checking at run time that the
 // CPU has AVX-512F and that the tile runs faster there than the AVX2 one.
 // docs/matmul.md; tests/test_matmul.cpp checks its bits against the AVX2 tile.
+#include <algorithm>
 #include <cstdint>
 
 #include "core/kernels/gemm_packed.h"
@@ -53,7 +54,62 @@ void tile_14x32(int64_t kc, const float* const a[14], int64_t acs, const float* 
     }
 }
 
+// The direct driver's tile: c (R rows x up to 32 columns, row stride ldc)
+// = (add ? c : 0) + a @ b, with row r of A at a[r] (elements acs apart) and
+// B's rows brs apart, of which the columns in masks m0 (0-15) and m1 (16-31)
+// are read and written; only the first `rows` rows are stored. V = 1 when
+// m1 is empty. Masked loads and stores take the ragged right edge of C in
+// the same loop, and the sums are the packed tile's: one fused multiply-add
+// per k in increasing k.
+template <int R, int V>
+void direct_tile(int64_t k, const float* const a[R], int64_t acs, const float* b, int64_t brs, __mmask16 m0,
+                 __mmask16 m1, float* c, int64_t ldc, int64_t rows, bool add) {
+    const __mmask16 mask[2] = {m0, m1};
+    __m512 acc[R][V];
+#pragma GCC unroll 14
+    for (int i = 0; i < R; ++i)
+        for (int v = 0; v < V; ++v)
+            acc[i][v] = add && i < rows ? _mm512_maskz_loadu_ps(mask[v], c + i * ldc + 16 * v) : _mm512_setzero_ps();
+    for (int64_t p = 0; p < k; ++p) {
+        __m512 bv[V];
+        for (int v = 0; v < V; ++v) bv[v] = _mm512_maskz_loadu_ps(mask[v], b + p * brs + 16 * v);
+#pragma GCC unroll 14
+        for (int i = 0; i < R; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i][p * acs]);
+            for (int v = 0; v < V; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+        }
+    }
+#pragma GCC unroll 14
+    for (int i = 0; i < R; ++i)
+        if (i < rows)
+            for (int v = 0; v < V; ++v) _mm512_mask_storeu_ps(c + i * ldc + 16 * v, mask[v], acc[i][v]);
+}
+
+// The columns selected of 16: the first n (0 <= n <= 16).
+__mmask16 first_columns(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
+
 } // namespace
+
+void gemm_direct_rows_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,
+                             int64_t row_begin, int64_t row_end) {
+    constexpr int R = kDirectRowsAvx512;
+    for (int64_t j0 = 0; j0 < c.cols; j0 += 32) {
+        const int64_t cols = std::min<int64_t>(32, c.cols - j0);
+        const __mmask16 m0 = first_columns(cols), m1 = first_columns(cols - 16 > 0 ? cols - 16 : 0);
+        for (int64_t i0 = row_begin; i0 < row_end; i0 += R) {
+            const int64_t rows = std::min<int64_t>(R, row_end - i0);
+            const float* arow[R];
+            clamped_rows<R>(a, i0, rows, 0, arow);
+            float* cij = c.data + i0 * c.row_stride + j0;
+            if (cols > 16)
+                direct_tile<R, 2>(a.cols, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride,
+                                  rows, add);
+            else
+                direct_tile<R, 1>(a.cols, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride,
+                                  rows, add);
+        }
+    }
+}
 
 void kernel_14x32_avx512(int64_t kc, const float* const a[14], int64_t acs, const float* b, float* c, int64_t ldc,
                          bool add) {
@@ -67,7 +123,17 @@ void kernel_14x32_avx512(int64_t kc, const float* const a[14], int64_t acs, cons
 
 // Built without AVX-512 (another architecture, or -Dkernels=reference): the
 // same arithmetic in plain C++, so the library links. gemm.cpp never calls
-// it there, since gemm_uses_avx512() is false.
+// these there, since gemm_uses_avx512() is false.
+void gemm_direct_rows_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,
+                             int64_t row_begin, int64_t row_end) {
+    for (int64_t i = row_begin; i < row_end; ++i)
+        for (int64_t j = 0; j < c.cols; ++j) {
+            float sum = add ? c.at(i, j) : 0.0f;
+            for (int64_t p = 0; p < a.cols; ++p) sum += a.at(i, p) * b.at(p, j);
+            c.at(i, j) = sum;
+        }
+}
+
 void kernel_14x32_avx512(int64_t kc, const float* const a[14], int64_t acs, const float* b, float* c, int64_t ldc,
                          bool add) {
     for (int i = 0; i < 14; ++i)

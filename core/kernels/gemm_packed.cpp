@@ -243,7 +243,13 @@ void gemm_packed_avx512(MatrixRef<const float> a, MatrixRef<const float> b, Matr
     gemm_packed<Avx512Tile>(a, b, c, accumulate);
 }
 
-void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+namespace {
+
+// The direct driver: threads split C's rows in whole tiles of kMr rows,
+// each running `rows` (gemm_direct_rows_avx2 or _avx512) on its share.
+template <int64_t kMr, class Rows>
+void gemm_direct(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
+                 const Rows& rows) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     if (b.col_stride != 1) { // B's rows must be contiguous: copy it (k x n, small) once
         static thread_local Scratch b_scratch;
@@ -251,12 +257,20 @@ void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
         copy_rows_avx2(b, bp);
         b = MatrixRef<const float>{bp, k, n, n, 1};
     }
-    constexpr int64_t kMr = Avx2Tile::kMr; // the direct driver's tiles are 6 rows high too
     const int64_t row_tiles = (m + kMr - 1) / kMr;
     const int64_t grain = grain_for(kMr * n * k, kGemmParallelWork);
-    parallel_for(0, row_tiles, grain, [&](int64_t begin, int64_t end) {
-        gemm_direct_rows_avx2(a, b, c, accumulate, begin * kMr, std::min(m, end * kMr));
-    });
+    parallel_for(0, row_tiles, grain,
+                 [&](int64_t begin, int64_t end) { rows(a, b, c, accumulate, begin * kMr, std::min(m, end * kMr)); });
+}
+
+} // namespace
+
+void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    gemm_direct<Avx2Tile::kMr>(a, b, c, accumulate, gemm_direct_rows_avx2); // tiles 6 rows high, as the packed one
+}
+
+void gemm_direct_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    gemm_direct<kDirectRowsAvx512>(a, b, c, accumulate, gemm_direct_rows_avx512);
 }
 
 } // namespace ember::internal

@@ -53,14 +53,21 @@ void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t 
 void kernel_14x32_avx512(int64_t kc, const float* const a[14], int64_t acs, const float* b, float* c, int64_t ldc,
                          bool add);
 
+// The same as gemm_direct_rows_avx2 in AVX-512 (gemm_avx512.cpp), tiles of
+// kDirectRowsAvx512 rows by 32 columns, masked at C's right edge: the same bits.
+inline constexpr int kDirectRowsAvx512 = 12;
+void gemm_direct_rows_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,
+                             int64_t row_begin, int64_t row_end);
+
 // Rows [row_begin, row_end) of c = a @ b (+ c when add), without packing:
 // A read through its strides, B and C row by row (b.col_stride and
 // c.col_stride must be 1). For products too small to repay packing.
 void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,
                            int64_t row_begin, int64_t row_end);
-// c = a @ b (+ c when accumulate) with gemm_direct_rows_avx2, copying B
-// first when its rows are not contiguous; c.col_stride must be 1.
+// c = a @ b (+ c when accumulate) with gemm_direct_rows_avx2 (or _avx512),
+// copying B first when its rows are not contiguous; c.col_stride must be 1.
 void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+void gemm_direct_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 // c = a @ b (+ c when accumulate) with packing and the 6x16 AVX2 tile, or
 // the 14x32 AVX-512 one. Both give the same bits.
 void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
