@@ -145,7 +145,16 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
     return matmul(weights, v);
 }
 
-void bench_attention(const Options& o, const Attention& a, bool forward, bool backward) {
+// The same attention as one fused op (scaled_dot_product_attention): the
+// (T,T) weights are never stored, and the causal mask skips the blocks above
+// the diagonal.
+Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&) {
+    return scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+}
+
+void bench_attention(const Options& o, const Attention& a, bool forward, bool backward, bool fused) {
+    const auto attention = fused ? fused_attention : ::attention;
+    const std::string prefix = fused ? "sdpa_" : "attn_";
     Tensor q = randn({a.batch, a.heads, a.T, a.hs}).requires_grad_();
     Tensor k = randn({a.batch, a.heads, a.T, a.hs}).requires_grad_();
     Tensor v = randn({a.batch, a.heads, a.T, a.hs}).requires_grad_();
@@ -156,7 +165,7 @@ void bench_attention(const Options& o, const Attention& a, bool forward, bool ba
     if (forward) {
         NoGradGuard no_grad;
         Timing t = time_it(repeat, [&] { attention(q, k, v, mask); });
-        print_product("attn_fwd_" + a.name, "attention", a.batch * a.heads, a.T, a.hs, a.T, flops, t);
+        print_product(prefix + "fwd_" + a.name, "attention", a.batch * a.heads, a.T, a.hs, a.T, flops, t);
     }
     if (!backward) return;
     // Backward alone: each run builds the graph untimed, then times backward.
@@ -169,7 +178,7 @@ void bench_attention(const Options& o, const Attention& a, bool forward, bool ba
         if (i > 0) runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(runs.begin(), runs.end());
-    print_product("attn_bwd_" + a.name, "attention_backward", a.batch * a.heads, a.T, a.hs, a.T, 2 * flops,
+    print_product(prefix + "bwd_" + a.name, "attention_backward", a.batch * a.heads, a.T, a.hs, a.T, 2 * flops,
                   {runs[runs.size() / 2], runs.front()});
 }
 
@@ -283,7 +292,9 @@ int main(int argc, char** argv) {
     std::vector<std::string> names;
     for (const auto& p : kProducts) names.push_back(p.name);
     for (const auto& a : kAttention) names.push_back("bmm_" + a.name);
-    for (const auto& a : kAttention) names.push_back("attn_fwd_" + a.name), names.push_back("attn_bwd_" + a.name);
+    for (const char* prefix : {"attn_", "sdpa_"})
+        for (const auto& a : kAttention)
+            names.push_back(prefix + ("fwd_" + a.name)), names.push_back(prefix + ("bwd_" + a.name));
     for (const auto& c : kTrain) names.push_back(c.name);
     if (list) {
         for (const auto& n : names) std::printf("%s\n", n.c_str());
@@ -301,9 +312,12 @@ int main(int argc, char** argv) {
         if (selected(o, p.name)) bench_product(o, p);
     for (const auto& a : kAttention)
         if (selected(o, "bmm_" + a.name)) bench_batched(o, a);
-    for (const auto& a : kAttention)
-        if (selected(o, "attn_fwd_" + a.name) || selected(o, "attn_bwd_" + a.name))
-            bench_attention(o, a, selected(o, "attn_fwd_" + a.name), selected(o, "attn_bwd_" + a.name));
+    for (const char* prefix : {"attn_", "sdpa_"})
+        for (const auto& a : kAttention) {
+            const std::string fwd = prefix + ("fwd_" + a.name), bwd = prefix + ("bwd_" + a.name);
+            if (selected(o, fwd) || selected(o, bwd))
+                bench_attention(o, a, selected(o, fwd), selected(o, bwd), prefix[0] == 's');
+        }
     for (const auto& c : kTrain) {
         if (!selected(o, c.name)) continue;
         if (o.child) bench_train(o, c);

@@ -150,6 +150,18 @@ TEST_CASE("the fast Bernoulli fill draws the words and bits of the plain one", "
         });
 }
 
+TEST_CASE("fused attention's dropout bits: the fast draw gives the bits of the plain one", "[kernels][random]") {
+    if (skip_in_reference_build()) return;
+    // 64 draws per word of bits, a partial last word; then the generator
+    // must stand at the same word. The attention's output carries the bits.
+    require_same_bits("scaled_dot_product_attention dropout", [] {
+        Generator gen(3);
+        Tensor q = randn({2, 3, 37, 8}, {}, &gen), k = randn({2, 3, 37, 8}, {}, &gen);
+        Tensor out = scaled_dot_product_attention(q, k, eye(37).expand({2, 3, 37, 37}), {}, 0.3, false, {}, &gen);
+        return std::vector<Tensor>{out == 0, scalar_tensor(static_cast<int64_t>(gen.random()))};
+    });
+}
+
 TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][optim]") {
     if (skip_in_reference_build()) return;
     manual_seed(6);

@@ -26,6 +26,22 @@ void fill(T* data, int64_t n, uint64_t threshold, T value, Generator& gen) {
 
 } // namespace
 
+void bernoulli_bits_fast(uint64_t* words, int64_t n, uint64_t threshold, Generator& gen) {
+    constexpr int64_t kWords = 128; // 64 elements' draws: one word of bits per refill
+    uint32_t draws[kWords];
+    const uint64_t low53 = (uint64_t{1} << 53) - 1;
+    for (int64_t start = 0; start < n; start += 64) {
+        const int64_t count = std::min<int64_t>(64, n - start);
+        gen.random_words(draws, 2 * count);
+        uint64_t bits = 0;
+        for (int64_t i = 0; i < count; ++i) {
+            const uint64_t u53 = (uint64_t{draws[2 * i]} << 32 | draws[2 * i + 1]) & low53;
+            bits |= ((u53 - threshold) >> 63) << i; // 1 exactly when u53 < threshold
+        }
+        words[start / 64] = bits;
+    }
+}
+
 void bernoulli_fill_contiguous(float* data, int64_t n, uint64_t threshold, float value, Generator& gen) {
     fill(data, n, threshold, value, gen);
 }

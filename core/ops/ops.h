@@ -9,6 +9,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -186,6 +187,21 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 // Zeroes each element with probability p and scales the rest by 1/(1-p), when
 // training; the identity otherwise. Same masks as PyTorch for the same seed.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* generator = nullptr);
+
+// ---- attention (core/ops/attention.cpp) ----------------------------------------------
+// PyTorch 2's F.scaled_dot_product_attention: for query (..., L, E), key
+// (..., S, E) and value (..., S, Ev), leading dims broadcast,
+//   dropout(softmax(query @ key^T * scale + mask), dropout_p) @ value  -> (..., L, Ev)
+// with scale = 1/sqrt(E) unless given. The mask is attn_mask (bool: true
+// where a query may attend to a key; or float, added to the scores;
+// broadcastable to (..., L, S)) or, with is_causal, key j <= query i; not
+// both. Computed without storing the (L,S) weights (FlashAttention), so its
+// memory grows with L, not L*S; the backward recomputes them. Dropout drops
+// the weights F.dropout would drop with the same generator state, and it is
+// applied whenever dropout_p > 0 (pass 0 in eval mode, as PyTorch's modules do).
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt, Generator* generator = nullptr);
 
 // ---- joining, splitting, indexing (core/ops/index.cpp; chunk and split are views, in
 // core/tensor/view.cpp) ---------------------------------------------------------------

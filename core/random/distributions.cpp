@@ -178,6 +178,18 @@ void internal::bernoulli_fill(Tensor& t, double p, double kept, Generator& gen) 
     });
 }
 
+void internal::bernoulli_bits(uint64_t* words, int64_t n, double p, Generator& gen) {
+    const uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 0x1p53)); // as bernoulli_fill
+    if (use_fast_kernels()) {
+        bernoulli_bits_fast(words, n, threshold, gen);
+        return;
+    }
+    const uint64_t low53 = (uint64_t{1} << 53) - 1;
+    std::fill(words, words + (n + 63) / 64, uint64_t{0});
+    for (int64_t i = 0; i < n; ++i)
+        if ((gen.random64() & low53) < threshold) words[i / 64] |= uint64_t{1} << (i % 64);
+}
+
 Tensor& Tensor::bernoulli_(double p, Generator* generator) {
     check_fill_target(*this, "bernoulli_");
     if (!(p >= 0.0 && p <= 1.0))

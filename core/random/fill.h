@@ -52,6 +52,12 @@ void finish_fill(const Tensor& t, const char* grad_name);
 // followed by div_ would give.
 void bernoulli_fill(Tensor& t, double p, double kept, Generator& gen);
 
+// The same draws as bernoulli_fill over a contiguous tensor of n elements,
+// kept as bits: bit i of words (words[i / 64], bit i % 64) is 1 where the
+// i-th draw succeeds, with probability p. Fused attention's dropout mask:
+// the weights F.dropout would drop, at 1/32 of a float mask's memory.
+void bernoulli_bits(uint64_t* words, int64_t n, double p, Generator& gen);
+
 // Calls f(x) with a reference to each element x of t (C++ type T), in memory
 // order.
 template <typename T, typename F>
