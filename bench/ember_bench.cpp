@@ -13,9 +13,11 @@
 //             over batch*heads slices
 //   attn_*    attention forward (scores, causal mask, softmax, weights @ v) and
 //             its backward, with autograd
+//   sdpa_*    the same attention as one scaled_dot_product_attention
 //   train_*   a whole training step of the lecture's GPT (forward, cross-entropy,
 //             backward, AdamW) on random tokens: tokens/s and the peak resident
-//             memory of a process that runs only that step
+//             memory of a process that runs only that step; with the fused
+//             attention, GPTConfig's default, or with --unfused the notebooks' ops
 //
 // Times are medians over --repeat runs after one warm-up; "best" is the
 // fastest run. A number alone says little on a shared machine: compare it
@@ -40,11 +42,12 @@ using namespace ember;
 namespace {
 
 struct Options {
-    std::string only;   // run entries whose name starts with this
-    std::string skip;   // and not those whose name starts with this
-    int threads = 0;    // 0: OpenMP's default
-    int repeat = 0;     // 0: each entry's own default
-    bool child = false; // internal: this process runs one train entry for its peak memory
+    std::string only;     // run entries whose name starts with this
+    std::string skip;     // and not those whose name starts with this
+    int threads = 0;      // 0: OpenMP's default
+    int repeat = 0;       // 0: each entry's own default
+    bool child = false;   // internal: this process runs one train entry for its peak memory
+    bool unfused = false; // train entries: the notebooks' attention ops instead of the fused op (GPTConfig::flash)
 };
 
 struct Timing {
@@ -207,7 +210,8 @@ void bench_train(const Options& o, const TrainConfig& c) {
                    .n_head = c.n_head,
                    .n_layer = c.n_layer,
                    .dropout = c.dropout,
-                   .batched_attention = c.batched});
+                   .batched_attention = c.batched,
+                   .flash = !o.unfused});
     optim::AdamW opt(model.parameters(), {.lr = 3e-4});
     Tensor x = randint(0, 65, {c.batch, c.block}), y = randint(0, 65, {c.batch, c.block});
     int steps = o.repeat ? o.repeat : c.steps;
@@ -219,11 +223,11 @@ void bench_train(const Options& o, const TrainConfig& c) {
     });
     double tokens = static_cast<double>(c.batch * c.block);
     std::printf("{\"name\":\"%s\",\"kind\":\"train\",\"batch\":%lld,\"block\":%lld,\"n_embd\":%lld,\"n_head\":%lld,"
-                "\"n_layer\":%lld,\"dropout\":%g,\"batched_heads\":%s,\"threads\":%d,\"steps\":%d,"
+                "\"n_layer\":%lld,\"dropout\":%g,\"batched_heads\":%s,\"flash\":%s,\"threads\":%d,\"steps\":%d,"
                 "\"ms_per_step\":%.3f,\"tokens_per_s\":%.0f,\"tokens_per_s_best\":%.0f,\"peak_rss_mb\":%.1f}\n",
                 c.name.c_str(), (long long)c.batch, (long long)c.block, (long long)c.n_embd, (long long)c.n_head,
-                (long long)c.n_layer, c.dropout, c.batched ? "true" : "false", get_num_threads(), steps,
-                t.median_s * 1e3, tokens / t.median_s, tokens / t.best_s, peak_rss_mb());
+                (long long)c.n_layer, c.dropout, c.batched ? "true" : "false", o.unfused ? "false" : "true",
+                get_num_threads(), steps, t.median_s * 1e3, tokens / t.median_s, tokens / t.best_s, peak_rss_mb());
     std::fflush(stdout);
 }
 
@@ -233,6 +237,7 @@ void run_train_in_child(const Options& o, const std::string& self, const TrainCo
     std::string cmd = "'" + self + "' --child --only " + c.name;
     if (o.threads) cmd += " --threads " + std::to_string(o.threads);
     if (o.repeat) cmd += " --repeat " + std::to_string(o.repeat);
+    if (o.unfused) cmd += " --unfused";
     std::fflush(stdout);
     if (std::system(cmd.c_str()) != 0) {
         std::fprintf(stderr, "ember_bench: %s failed\n", c.name.c_str());
@@ -251,7 +256,8 @@ bool selected(const Options& o, const std::string& name) {
 
 [[noreturn]] void usage(int status) {
     std::fprintf(status ? stderr : stdout,
-                 "usage: ember_bench [--only NAME_OR_PREFIX] [--skip PREFIX] [--threads N] [--repeat N] [--list]\n"
+                 "usage: ember_bench [--only NAME_OR_PREFIX] [--skip PREFIX] [--threads N] [--repeat N] [--unfused] "
+                 "[--list]\n"
                  "Prints one JSON object per line; see the top of bench/ember_bench.cpp.\n");
     std::exit(status);
 }
@@ -282,6 +288,7 @@ int main(int argc, char** argv) {
         else if (arg == "--threads") o.threads = number();
         else if (arg == "--repeat") o.repeat = number();
         else if (arg == "--child") o.child = true;
+        else if (arg == "--unfused") o.unfused = true;
         else if (arg == "--list") list = true;
         else if (arg == "--help" || arg == "-h") usage(0);
         else {

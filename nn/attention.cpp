@@ -19,7 +19,8 @@ static void check_input(const char* op, const Tensor& x, int64_t channels, int64
 
 // ---- Head --------------------------------------------------------------------------------
 
-Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, double p) : Module("Head") {
+Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, double p, bool flash_attention)
+    : Module("Head"), flash(flash_attention) {
     if (n_embd < 1 || head_size < 1 || block_size < 1)
         fail<ValueError>("Head", "n_embd, head_size and block_size must be positive, got ", n_embd, ", ", head_size,
                          ", ", block_size);
@@ -36,6 +37,11 @@ Tensor Head::forward(const Tensor& x) {
     const int64_t T = x.size(1);
     Tensor k = key->forward(x);   // (B,T,hs)
     Tensor q = query->forward(x); // (B,T,hs)
+    if (flash && !keep_attention) {
+        // The lines below in one op, scaled by hs^-0.5 and causal, the weights never stored.
+        Tensor v = value->forward(x);
+        return scaled_dot_product_attention(q, k, v, {}, is_training() ? dropout->p : 0.0, /*is_causal=*/true);
+    }
     // Affinities: (B,T,hs) @ (B,hs,T) -> (B,T,T), scaled by hs^-0.5 so that
     // their variance stays near 1 and softmax does not saturate; causal, so
     // position t may only look at positions <= t. The notebook's three lines
@@ -54,13 +60,14 @@ Tensor Head::forward(const Tensor& x) {
 // ---- MultiHeadAttention (a list of heads) ----------------------------------------------------
 
 MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t head_size, int64_t n_embd, int64_t block_size,
-                                       double p)
+                                       double p, bool flash)
     : Module("MultiHeadAttention") {
     if (num_heads < 1 || head_size < 1)
         fail<ValueError>("MultiHeadAttention", "num_heads and head_size must be positive, got ", num_heads, " and ",
                          head_size);
     heads = register_module("heads", std::make_shared<ModuleList>());
-    for (int64_t h = 0; h < num_heads; ++h) heads->push_back(std::make_shared<Head>(n_embd, head_size, block_size, p));
+    for (int64_t h = 0; h < num_heads; ++h)
+        heads->push_back(std::make_shared<Head>(n_embd, head_size, block_size, p, flash));
     proj = register_module("proj", std::make_shared<Linear>(head_size * num_heads, n_embd));
     dropout = register_module("dropout", std::make_shared<Dropout>(p));
 }
@@ -125,6 +132,12 @@ Tensor BatchedMultiHeadAttention::forward(const Tensor& x) {
         k = W_key->forward(x).view({B, T, NH, hs}).transpose(1, 2);
         q = W_query->forward(x).view({B, T, NH, hs}).transpose(1, 2);
         v = W_value->forward(x).view({B, T, NH, hs}).transpose(1, 2);
+    }
+    if (config.flash && !keep_attention) {
+        // The lines below in one op (scale 1/sqrt(hs)), the weights never stored.
+        Tensor context = scaled_dot_product_attention(q, k, v, {}, is_training() ? dropout->p : 0.0, config.causal);
+        Tensor out = out_proj->forward(context.transpose(1, 2).reshape({B, T, config.d_out}));
+        return out_dropout ? out_dropout->forward(out) : out;
     }
     Tensor scores = matmul(q, k.transpose(-2, -1)); // (B,NH,T,hs) @ (B,NH,hs,T) -> (B,NH,T,T)
     // Raschka's lines

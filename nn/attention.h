@@ -21,15 +21,19 @@ namespace ember::nn {
 
 // One head: q = query(x), k = key(x), v = value(x) (Linears without bias),
 // weights = softmax(mask(q k^T / sqrt(hs))), dropout on the weights, out = weights v.
+// flash: compute the last three with scaled_dot_product_attention
+// (docs/flash_attention.md): the same function to rounding, the same dropout
+// masks, no (B,T,T) weights stored. keep_attention turns it off for a forward.
 class Head : public Module {
 public:
-    Head(int64_t n_embd, int64_t head_size, int64_t block_size, double dropout);
+    Head(int64_t n_embd, int64_t head_size, int64_t block_size, double dropout, bool flash = false);
     // x (B,T,C) -> (B,T,hs); T may not exceed block_size.
     Tensor forward(const Tensor& x) override;
 
     std::shared_ptr<Linear> key, query, value;
     Tensor tril; // (block_size, block_size) buffer: 1 on and below the diagonal
     std::shared_ptr<Dropout> dropout;
+    bool flash;
 
     // Set keep_attention to keep the weights (B,T,T) of the last forward, for plots.
     bool keep_attention = false;
@@ -39,7 +43,8 @@ public:
 // num_heads Heads side by side: out = dropout(proj(cat(heads, -1))).
 class MultiHeadAttention : public Module {
 public:
-    MultiHeadAttention(int64_t num_heads, int64_t head_size, int64_t n_embd, int64_t block_size, double dropout);
+    MultiHeadAttention(int64_t num_heads, int64_t head_size, int64_t n_embd, int64_t block_size, double dropout,
+                       bool flash = false);
     // x (B,T,C) -> (B,T,C)
     Tensor forward(const Tensor& x) override;
 
@@ -61,6 +66,11 @@ struct AttentionConfig {
     // One Linear(d_in, 3 d_out) laid out per head as [q_h | k_h | v_h]
     // (reshape to (B,T,NH,3 hs) and chunk), as seed 001's MultiHeadAttentionV2.
     bool fused_qkv = false;
+    // The scores, mask, softmax, dropout and weights @ v as one
+    // scaled_dot_product_attention (docs/flash_attention.md), as nanoGPT's
+    // `flash`: the same function to rounding and the same dropout masks,
+    // without the (B,NH,T,T) weights. keep_attention turns it off for a forward.
+    bool flash = false;
 };
 
 // All heads at once: project, split channels into heads with view and

@@ -9,7 +9,8 @@
 
 namespace ember::nn {
 
-Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout, bool batched) : Module("Block") {
+Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout, bool batched, bool flash)
+    : Module("Block") {
     // The list of heads needs only head_size = n_embd / n_head >= 1 (its
     // projection maps n_head * head_size back to n_embd, as the lecture's);
     // batched heads split the channels exactly, so they need divisibility.
@@ -24,10 +25,11 @@ Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout,
                                                                                          .context_length = block_size,
                                                                                          .num_heads = n_head,
                                                                                          .dropout = dropout,
-                                                                                         .out_dropout = dropout}));
+                                                                                         .out_dropout = dropout,
+                                                                                         .flash = flash}));
     } else {
-        sa =
-            register_module("sa", std::make_shared<MultiHeadAttention>(n_head, head_size, n_embd, block_size, dropout));
+        sa = register_module("sa", std::make_shared<MultiHeadAttention>(n_head, head_size, n_embd, block_size, dropout,
+                                                                        flash));
     }
     ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout));
     ln1 = register_module("ln1", std::make_shared<LayerNorm>(n_embd));
@@ -51,7 +53,8 @@ GPT::GPT(const GPTConfig& c) : Module("GPT"), config(c) {
         register_module("position_embedding_table", std::make_shared<Embedding>(c.block_size, c.n_embd));
     blocks = register_module("blocks", std::make_shared<Sequential>());
     for (int64_t i = 0; i < c.n_layer; ++i)
-        blocks->push_back(std::make_shared<Block>(c.n_embd, c.n_head, c.block_size, c.dropout, c.batched_attention));
+        blocks->push_back(
+            std::make_shared<Block>(c.n_embd, c.n_head, c.block_size, c.dropout, c.batched_attention, c.flash));
     ln_f = register_module("ln_f", std::make_shared<LayerNorm>(c.n_embd));
     lm_head = register_module("lm_head", std::make_shared<Linear>(c.n_embd, c.vocab_size));
     if (c.gpt_init) {

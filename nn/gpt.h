@@ -20,8 +20,9 @@ namespace ember::nn {
 
 class Block : public Module {
 public:
-    // batched: one BatchedMultiHeadAttention instead of a list of Heads.
-    Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout, bool batched = false);
+    // batched: one BatchedMultiHeadAttention instead of a list of Heads;
+    // flash: attention through scaled_dot_product_attention (attention.h).
+    Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout, bool batched = false, bool flash = false);
     Tensor forward(const Tensor& x) override;
 
     std::shared_ptr<Module> sa; // MultiHeadAttention or BatchedMultiHeadAttention
@@ -37,6 +38,11 @@ struct GPTConfig {
     int64_t n_layer = 3;
     double dropout = 0.0;
     bool batched_attention = false; // heads in one batched matmul instead of a list of Heads
+    // Attention through the fused scaled_dot_product_attention
+    // (docs/flash_attention.md): the same model to rounding, far less memory,
+    // faster from T = 32 up (docs/performance.md). false: the notebooks' ops,
+    // bit for bit with PyTorch 1.13's gpt.py.
+    bool flash = true;
     // gpt.py's _init_weights: Linear and Embedding weights ~ N(0, 0.02), biases 0.
     // Off: every layer keeps PyTorch's default initialisation.
     bool gpt_init = true;

@@ -101,12 +101,16 @@ void gemm_direct_rows_avx512(MatrixRef<const float> a, MatrixRef<const float> b,
             const float* arow[R];
             clamped_rows<R>(a, i0, rows, 0, arow);
             float* cij = c.data + i0 * c.row_stride + j0;
-            if (cols > 16)
+            if (cols > 16) {
                 direct_tile<R, 2>(a.cols, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride,
                                   rows, add);
-            else
+            } else if (rows > 8) {
                 direct_tile<R, 1>(a.cols, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride,
                                   rows, add);
+            } else { // a narrow C of at most 8 rows (attention's at T = 8): 8 rows, not 12
+                direct_tile<8, 1>(a.cols, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride,
+                                  rows, add);
+            }
         }
     }
 }
