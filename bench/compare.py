@@ -107,7 +107,8 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         train = name.startswith("train_")
-        key = "tokens_per_s" if train else "gflops"
+        per_token = train or name.startswith("generate_")
+        key = "tokens_per_s" if per_token else "gflops"
         torch_best = None
         if have_torch:
             options = [(metric(name, "PyTorch", t, key), t) for t in (1, 2)]
@@ -125,7 +126,7 @@ def main():
             else:
                 row += ["", "", ""]
             print("| " + " | ".join(row) + " |")
-    print(f"\nUnits: GFLOP/s for products and attention, tokens/s for train_*; medians of {args.rounds} "
+    print(f"\nUnits: GFLOP/s for products and attention, tokens/s for train_* and generate_*; medians of {args.rounds} "
           "interleaved rounds. Memory ratio: ember's peak RSS as a share of PyTorch's.")
 
 

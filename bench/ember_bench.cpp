@@ -14,6 +14,8 @@
 //   attn_*    attention forward (scores, causal mask, softmax, weights @ v) and
 //             its backward, with autograd
 //   sdpa_*    the same attention as one scaled_dot_product_attention
+//   generate_* sampling from a GPT of the small or the lecture's size, one
+//             sequence, with the key/value cache or without it (_nocache)
 //   train_*   a whole training step of the lecture's GPT (forward, cross-entropy,
 //             backward, AdamW) on random tokens: tokens/s and the peak resident
 //             memory of a process that runs only that step; with the fused
@@ -231,6 +233,50 @@ void bench_train(const Options& o, const TrainConfig& c) {
     std::fflush(stdout);
 }
 
+// ---- generation -----------------------------------------------------------------------------
+
+// Sampling from a GPT of a training config's size (untrained: the speed does
+// not depend on the weights), batch 1, from one token, as the lecture
+// samples: tokens/s over max_new tokens, with GPT::generate's key/value
+// cache or without it (each token runs the whole cropped context).
+struct GenerateConfig {
+    std::string name;
+    int64_t block, n_embd, n_head, n_layer, max_new;
+    bool cache;
+};
+
+// generate_lecture stops when the context fills the block (255 new tokens);
+// generate_lecture_500 goes on past it, as the lecture's 500-token sample
+// does, cropping the context to the last 256 tokens for each of the other 245.
+const std::vector<GenerateConfig> kGenerate = {
+    {"generate_small", 32, 64, 4, 4, 500, true},         {"generate_small_nocache", 32, 64, 4, 4, 500, false},
+    {"generate_lecture", 256, 384, 6, 6, 255, true},     {"generate_lecture_nocache", 256, 384, 6, 6, 255, false},
+    {"generate_lecture_500", 256, 384, 6, 6, 500, true}, {"generate_lecture_500_nocache", 256, 384, 6, 6, 500, false},
+};
+
+void bench_generate(const Options& o, const GenerateConfig& c) {
+    manual_seed(1337);
+    nn::GPT model({.vocab_size = 65,
+                   .block_size = c.block,
+                   .n_embd = c.n_embd,
+                   .n_head = c.n_head,
+                   .n_layer = c.n_layer,
+                   .dropout = 0.2,
+                   .flash = !o.unfused});
+    model.eval();
+    Timing t = time_it(o.repeat ? o.repeat : 3, [&] {
+        manual_seed(42);
+        model.generate(zeros({1, 1}, kInt64), c.max_new, 1.0, std::nullopt, nullptr, c.cache);
+    });
+    std::printf("{\"name\":\"%s\",\"kind\":\"generate\",\"block\":%lld,\"n_embd\":%lld,\"n_head\":%lld,"
+                "\"n_layer\":%lld,\"new_tokens\":%lld,\"cache\":%s,\"threads\":%d,\"seconds\":%.4f,"
+                "\"tokens_per_s\":%.1f,\"tokens_per_s_best\":%.1f}\n",
+                c.name.c_str(), (long long)c.block, (long long)c.n_embd, (long long)c.n_head, (long long)c.n_layer,
+                (long long)c.max_new, c.cache ? "true" : "false", get_num_threads(), t.median_s, c.max_new / t.median_s,
+                c.max_new / t.best_s);
+    std::fflush(stdout);
+}
+
 // Peak memory is per process, so each train entry runs in a fresh process:
 // this program again, with --only NAME --child.
 void run_train_in_child(const Options& o, const std::string& self, const TrainConfig& c) {
@@ -249,7 +295,11 @@ void run_train_in_child(const Options& o, const std::string& self, const TrainCo
 bool exact_only = false;
 
 bool selected(const Options& o, const std::string& name) {
-    if (!o.skip.empty() && name.compare(0, o.skip.size(), o.skip) == 0) return false;
+    for (size_t begin = 0; begin < o.skip.size();) { // --skip A,B: prefixes A and B
+        const size_t end = std::min(o.skip.find(',', begin), o.skip.size());
+        if (end > begin && name.compare(0, end - begin, o.skip, begin, end - begin) == 0) return false;
+        begin = end + 1;
+    }
     if (o.only.empty()) return true;
     return exact_only ? name == o.only : name.compare(0, o.only.size(), o.only) == 0;
 }
@@ -303,6 +353,7 @@ int main(int argc, char** argv) {
         for (const auto& a : kAttention)
             names.push_back(prefix + ("fwd_" + a.name)), names.push_back(prefix + ("bwd_" + a.name));
     for (const auto& c : kTrain) names.push_back(c.name);
+    for (const auto& c : kGenerate) names.push_back(c.name);
     if (list) {
         for (const auto& n : names) std::printf("%s\n", n.c_str());
         return 0;
@@ -325,6 +376,8 @@ int main(int argc, char** argv) {
             if (selected(o, fwd) || selected(o, bwd))
                 bench_attention(o, a, selected(o, fwd), selected(o, bwd), prefix[0] == 's');
         }
+    for (const auto& c : kGenerate)
+        if (selected(o, c.name) && !o.child) bench_generate(o, c);
     for (const auto& c : kTrain) {
         if (!selected(o, c.name)) continue;
         if (o.child) bench_train(o, c);

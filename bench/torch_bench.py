@@ -172,6 +172,36 @@ def bench_train(args, name, batch, block, n_embd, n_head, n_layer, dropout, batc
          peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
 
 
+# Sampling from an untrained GPT of each size, batch 1, from one token, as
+# nanoGPT's generate does it (no key/value cache: each token runs the whole
+# context, cropped to block_size). Both names of each size (ember's cached
+# and _nocache entries) run this same loop: PyTorch's peer for both.
+GENERATE = [  # name, block, n_embd, n_head, n_layer, new tokens
+    ("generate_small", 32, 64, 4, 4, 500),
+    ("generate_small_nocache", 32, 64, 4, 4, 500),
+    ("generate_lecture", 256, 384, 6, 6, 255),
+    ("generate_lecture_nocache", 256, 384, 6, 6, 255),
+    ("generate_lecture_500", 256, 384, 6, 6, 500),
+    ("generate_lecture_500_nocache", 256, 384, 6, 6, 500),
+]
+
+
+def bench_generate(args, name, block, n_embd, n_head, n_layer, new_tokens):
+    torch.manual_seed(1337)
+    model = GPT(65, block, n_embd, n_head, n_layer, 0.2, batched=True)
+    model.eval()
+
+    def run():
+        torch.manual_seed(42)
+        with torch.no_grad():
+            model.generate(torch.zeros((1, 1), dtype=torch.long), new_tokens)
+
+    median, best = time_it(args.repeat or 3, run)
+    emit(name=name, kind="generate", block=block, n_embd=n_embd, n_head=n_head, n_layer=n_layer,
+         new_tokens=new_tokens, cache=False, threads=torch.get_num_threads(), seconds=round(median, 4),
+         tokens_per_s=round(new_tokens / median, 1), tokens_per_s_best=round(new_tokens / best, 1))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="")
@@ -181,6 +211,7 @@ def main():
     args = parser.parse_args()
     names = [p[0] for p in PRODUCTS] + ["bmm_" + a[0] for a in ATTENTION]
     names += [f"attn_{d}_{a[0]}" for a in ATTENTION for d in ("fwd", "bwd")] + [t[0] for t in TRAIN]
+    names += [g[0] for g in GENERATE]
     exact = args.only in names
 
     def selected(name):
@@ -201,6 +232,9 @@ def main():
         fwd, bwd = selected("attn_fwd_" + a[0]), selected("attn_bwd_" + a[0])
         if fwd or bwd:
             bench_attention(args, *a, fwd, bwd)
+    for g in GENERATE:
+        if selected(g[0]) and not args.child:
+            bench_generate(args, *g)
     for t in TRAIN:
         if not selected(t[0]):
             continue

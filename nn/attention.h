@@ -6,6 +6,10 @@
 // notebooks contain. Tests: tests/test_attention.cpp.
 #pragma once
 
+#include <array>
+#include <optional>
+#include <utility>
+
 #include "nn/layers.h"
 #include "nn/linear.h"
 #include "nn/module.h"
@@ -18,6 +22,20 @@
 //                              without biases, d_in != d_out allowed
 
 namespace ember::nn {
+
+// The keys and values an attention layer has computed so far, so that a
+// generated sequence can grow by one position at a time without recomputing
+// the others (GPT::generate). k and v hold `capacity` positions along their
+// time dim, (B,capacity,hs) for a Head, (B,NH,capacity,hs) for batched heads;
+// the first `length` are filled.
+struct KVCache {
+    Tensor k, v;
+    int64_t length = 0;
+    // Writes k_new and v_new (T new positions along dim `time`) after the
+    // cached ones and returns the keys and values of every position so far,
+    // as views. Throws a ShapeError (naming `op`) when they do not fit.
+    std::pair<Tensor, Tensor> append(const Tensor& k_new, const Tensor& v_new, int64_t time, const char* op);
+};
 
 // One head: q = query(x), k = key(x), v = value(x) (Linears without bias),
 // weights = softmax(mask(q k^T / sqrt(hs))), dropout on the weights, out = weights v.
@@ -38,6 +56,18 @@ public:
     // Set keep_attention to keep the weights (B,T,T) of the last forward, for plots.
     bool keep_attention = false;
     Tensor attention;
+
+    // Generation with a cache: after setup_cache(B), each forward's x holds
+    // the positions after those cached (queries at those positions, keys and
+    // values of every position so far), until remove_cache(); up to
+    // block_size positions in all. No graph is recorded for the cache.
+    // setup_cache again empties it.
+    void setup_cache(int64_t batch_size);
+    void remove_cache() { cache.reset(); }
+    std::optional<KVCache> cache;
+
+private:
+    Tensor forward_cached(const Tensor& x);
 };
 
 // num_heads Heads side by side: out = dropout(proj(cat(heads, -1))).
@@ -95,6 +125,20 @@ public:
 
     bool keep_attention = false;
     Tensor attention; // (B,NH,T,T) of the last forward, when keep_attention
+
+    // Generation with a cache, as Head's: up to context_length positions.
+    void setup_cache(int64_t batch_size);
+    void remove_cache() { cache.reset(); }
+    std::optional<KVCache> cache;
+
+private:
+    // q, k, v (B,NH,T,hs) of x, through one fused or three separate projections.
+    std::array<Tensor, 3> project(const Tensor& x) const;
+    // Attention of q (B,NH,T,hs) over k, v (B,NH,S,hs) where `masked` (T,S)
+    // is false (or undefined), then the heads merged and projected out.
+    // square_causal: masked is the plain causal mask of T = S positions,
+    // which the fused op applies block by block (is_causal).
+    Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& masked, bool square_causal);
 };
 
 } // namespace ember::nn

@@ -76,38 +76,51 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) {
         fail<DTypeError>("GPT", "idx must hold int64 token ids, got ", dtype_name(idx.dtype()), " ", idx.shape());
     if (idx.dim() != 2) fail<ShapeError>("GPT", "idx must be (B,T), got ", idx.shape());
     const int64_t B = idx.size(0), T = idx.size(1);
-    if (T > config.block_size)
-        fail<ShapeError>("GPT", "sequence length T=", T, " exceeds block_size=", config.block_size, " (idx ",
+    const int64_t start = std::max<int64_t>(cached_, 0); // with caches: the positions already run
+    if (start + T > config.block_size)
+        fail<ShapeError>("GPT", "sequence length T=", T, start > 0 ? " after the cached " : "",
+                         start > 0 ? std::to_string(start) : "", " exceeds block_size=", config.block_size, " (idx ",
                          idx.shape(), ")");
     if (targets.defined() && (targets.shape() != idx.shape() || targets.dtype() != kInt64))
         fail<ShapeError>("GPT", "targets must be int64 of idx's shape ", idx.shape(), ", got ",
                          dtype_name(targets.dtype()), " ", targets.shape());
-    Tensor tok_emb = token_embedding_table->forward(idx);          // (B,T,C)
-    Tensor pos_emb = position_embedding_table->forward(arange(T)); // (T,C)
-    Tensor x = tok_emb + pos_emb;                                  // (B,T,C)
-    x = blocks->forward(x);                                        // (B,T,C)
-    x = ln_f->forward(x);                                          // (B,T,C)
-    Tensor logits = lm_head->forward(x);                           // (B,T,V)
+    Tensor tok_emb = token_embedding_table->forward(idx);                         // (B,T,C)
+    Tensor pos_emb = position_embedding_table->forward(arange(start, start + T)); // (T,C)
+    if (cached_ >= 0) cached_ += T;
+    Tensor x = tok_emb + pos_emb;        // (B,T,C)
+    x = blocks->forward(x);              // (B,T,C)
+    x = ln_f->forward(x);                // (B,T,C)
+    Tensor logits = lm_head->forward(x); // (B,T,V)
     Tensor loss;
     if (targets.defined()) loss = cross_entropy(logits.view({B * T, config.vocab_size}), targets.reshape({B * T}));
     return {logits, loss};
 }
 
-Tensor generate(Module& model, int64_t block_size, Tensor idx, int64_t max_new_tokens, double temperature,
-                std::optional<int64_t> top_k, Generator* generator) {
-    if (!(temperature > 0)) fail<ValueError>("generate", "temperature must be positive, got ", temperature);
-    if (top_k && *top_k < 1) fail<ValueError>("generate", "top_k must be at least 1, got ", *top_k);
-    if (max_new_tokens < 0) fail<ValueError>("generate", "max_new_tokens must be non-negative, got ", max_new_tokens);
-    if (block_size < 1) fail<ValueError>("generate", "block_size must be positive, got ", block_size);
-    if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) < 1)
-        fail<ShapeError>("generate", "idx must be (B,T) int64 with T >= 1, got ", dtype_name(idx.dtype()), " ",
-                         idx.shape());
-    NoGradGuard no_grad;
+void GPT::setup_caches(int64_t batch_size) {
+    apply([batch_size](Module& m) {
+        if (auto* head = dynamic_cast<Head*>(&m)) head->setup_cache(batch_size);
+        else if (auto* batched = dynamic_cast<BatchedMultiHeadAttention*>(&m)) batched->setup_cache(batch_size);
+    });
+    cached_ = 0;
+}
+
+void GPT::remove_caches() {
+    apply([](Module& m) {
+        if (auto* head = dynamic_cast<Head*>(&m)) head->remove_cache();
+        else if (auto* batched = dynamic_cast<BatchedMultiHeadAttention*>(&m)) batched->remove_cache();
+    });
+    cached_ = -1;
+}
+
+namespace {
+
+// The sampling loop of both generate()s: last_logits(idx) gives the (B,V)
+// logits of the position after idx's last token.
+template <typename LastLogits>
+Tensor sample(Tensor idx, int64_t max_new_tokens, double temperature, std::optional<int64_t> top_k,
+              Generator* generator, const LastLogits& last_logits) {
     for (int64_t i = 0; i < max_new_tokens; ++i) {
-        // Crop the context to the last block_size tokens.
-        Tensor idx_cond = idx.slice(1, -block_size);
-        Tensor logits = model.forward(idx_cond).select(1, -1); // (B,V): the last position
-        logits = logits / temperature;
+        Tensor logits = last_logits(idx) / temperature; // (B,V)
         if (top_k) {
             // Keep the k largest logits of each row; the rest can never be drawn.
             Tensor kth = topk(logits, std::min(*top_k, logits.size(-1))).values.slice(1, -1); // (B,1)
@@ -118,6 +131,55 @@ Tensor generate(Module& model, int64_t block_size, Tensor idx, int64_t max_new_t
         idx = cat({idx, next}, 1);                                             // (B,T+1)
     }
     return idx;
+}
+
+void check_generate_args(int64_t block_size, const Tensor& idx, int64_t max_new_tokens, double temperature,
+                         std::optional<int64_t> top_k) {
+    if (!(temperature > 0)) fail<ValueError>("generate", "temperature must be positive, got ", temperature);
+    if (top_k && *top_k < 1) fail<ValueError>("generate", "top_k must be at least 1, got ", *top_k);
+    if (max_new_tokens < 0) fail<ValueError>("generate", "max_new_tokens must be non-negative, got ", max_new_tokens);
+    if (block_size < 1) fail<ValueError>("generate", "block_size must be positive, got ", block_size);
+    if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) < 1)
+        fail<ShapeError>("generate", "idx must be (B,T) int64 with T >= 1, got ", dtype_name(idx.dtype()), " ",
+                         idx.shape());
+}
+
+// Removes a GPT's caches when generation ends, by return or by exception.
+struct CacheScope {
+    GPT& model;
+    CacheScope(GPT& m, int64_t batch_size) : model(m) { model.setup_caches(batch_size); }
+    ~CacheScope() { model.remove_caches(); }
+};
+
+} // namespace
+
+Tensor GPT::generate(Tensor idx, int64_t max_new_tokens, double temperature, std::optional<int64_t> top_k,
+                     Generator* generator, bool use_cache) {
+    if (!use_cache)
+        return nn::generate(*this, config.block_size, std::move(idx), max_new_tokens, temperature, top_k, generator);
+    check_generate_args(config.block_size, idx, max_new_tokens, temperature, top_k);
+    NoGradGuard no_grad;
+    CacheScope caches(*this, idx.size(0));
+    const int64_t block = config.block_size;
+    return sample(std::move(idx), max_new_tokens, temperature, top_k, generator, [&](const Tensor& context) {
+        const int64_t T = context.size(1);
+        if (cached_ > 0 && T == cached_ + 1 && T <= block) // one new token after the cached ones
+            return forward(context.slice(1, -1)).select(1, -1);
+        // The prompt, or a context past block_size (cropped, so every
+        // position moved): the whole of it, from empty caches.
+        setup_caches(context.size(0));
+        return forward(context.slice(1, -block)).select(1, -1);
+    });
+}
+
+Tensor generate(Module& model, int64_t block_size, Tensor idx, int64_t max_new_tokens, double temperature,
+                std::optional<int64_t> top_k, Generator* generator) {
+    check_generate_args(block_size, idx, max_new_tokens, temperature, top_k);
+    NoGradGuard no_grad;
+    return sample(std::move(idx), max_new_tokens, temperature, top_k, generator, [&](const Tensor& context) {
+        // Crop the context to the last block_size tokens; the logits of its last position.
+        return model.forward(context.slice(1, -block_size)).select(1, -1);
+    });
 }
 
 } // namespace ember::nn

@@ -54,6 +54,8 @@ struct GPTConfig {
 // restricted to the top_k most likely when given, softmaxed and sampled with
 // multinomial, exactly as nanoGPT draws with PyTorch. Records no graph and
 // leaves the model's mode alone (call eval() first to turn dropout off).
+// Each new token runs the model over the whole context; GPT::generate keeps
+// a key/value cache instead.
 Tensor generate(Module& model, int64_t block_size, Tensor idx, int64_t max_new_tokens, double temperature = 1.0,
                 std::optional<int64_t> top_k = std::nullopt, Generator* generator = nullptr);
 
@@ -69,17 +71,31 @@ public:
     GPTOutput forward(const Tensor& idx, const Tensor& targets);
     Tensor forward(const Tensor& idx) override { return forward(idx, Tensor()).logits; }
 
-    // nn::generate with this model and its block_size.
+    // nn::generate with this model and its block_size, with a key/value
+    // cache in every attention layer (use_cache): the prompt runs once, then
+    // each new token runs alone against the cached keys and values, while
+    // the context fits in block_size. Past it the context is cropped, as
+    // nn::generate does, and each token runs the whole cropped context again
+    // (the positions of every token change). The same logits as without the
+    // cache up to rounding, and the same tokens drawn.
     Tensor generate(Tensor idx, int64_t max_new_tokens, double temperature = 1.0,
-                    std::optional<int64_t> top_k = std::nullopt, Generator* generator = nullptr) {
-        return nn::generate(*this, config.block_size, std::move(idx), max_new_tokens, temperature, top_k, generator);
-    }
+                    std::optional<int64_t> top_k = std::nullopt, Generator* generator = nullptr, bool use_cache = true);
+
+    // The caches behind generate, for generation loops of one's own: after
+    // setup_caches(B), each forward continues the sequence after the
+    // positions already run (up to block_size), until remove_caches().
+    void setup_caches(int64_t batch_size);
+    void remove_caches();
+    int64_t cached_positions() const { return cached_; } // -1 without caches
 
     const GPTConfig config;
     std::shared_ptr<Embedding> token_embedding_table, position_embedding_table;
     std::shared_ptr<Sequential> blocks;
     std::shared_ptr<LayerNorm> ln_f;
     std::shared_ptr<Linear> lm_head;
+
+private:
+    int64_t cached_ = -1; // positions run since setup_caches, or -1
 };
 
 } // namespace ember::nn

@@ -135,3 +135,43 @@ TEST_CASE("attention rejects sequences longer than its mask, and bad shapes", "[
     CHECK_THROWS_AS(nn::BatchedMultiHeadAttention(8, 9, 4, 0.0, 2), ValueError);
     CHECK_THROWS_AS(nn::MultiHeadAttention(0, 4, 8, 4, 0.0), ValueError);
 }
+
+TEST_CASE("every causal attention form gives a full forward's outputs from its cache, step by step",
+          "[attention][cache]") {
+    const auto check = [](const std::string& what, nn::Module& layer, auto setup) {
+        INFO(what);
+        manual_seed(3);
+        Tensor x = randn({2, 6, 8});
+        layer.eval();
+        NoGradGuard no_grad;
+        Tensor full = layer.forward(x);
+        setup(2);
+        require_close(layer.forward(x.slice(1, 0, 2)), full.slice(1, 0, 2), {1e-5, 1e-6}, "two positions");
+        for (int64_t t = 2; t < 6; ++t)
+            require_close(layer.forward(x.slice(1, t, t + 1)), full.slice(1, t, t + 1), {1e-5, 1e-6},
+                          "position " + std::to_string(t));
+    };
+    for (bool flash : {false, true}) {
+        const std::string kind = flash ? " (fused)" : " (unfused)";
+        manual_seed(1);
+        nn::Head head(8, 4, 6, 0.1, flash);
+        check("Head" + kind, head, [&](int64_t b) { head.setup_cache(b); });
+        manual_seed(1);
+        nn::MultiHeadAttention heads(2, 4, 8, 6, 0.1, flash);
+        check("MultiHeadAttention" + kind, heads, [&](int64_t b) {
+            for (size_t h = 0; h < heads.heads->size(); ++h) heads.heads->at<nn::Head>(h)->setup_cache(b);
+        });
+        for (bool fused_qkv : {false, true}) {
+            manual_seed(1);
+            nn::BatchedMultiHeadAttention batched({.d_in = 8,
+                                                   .d_out = 8,
+                                                   .context_length = 6,
+                                                   .num_heads = 2,
+                                                   .dropout = 0.1,
+                                                   .fused_qkv = fused_qkv,
+                                                   .flash = flash});
+            check(std::string("BatchedMultiHeadAttention") + (fused_qkv ? ", fused QKV" : "") + kind, batched,
+                  [&](int64_t b) { batched.setup_cache(b); });
+        }
+    }
+}

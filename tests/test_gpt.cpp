@@ -11,14 +11,15 @@ using namespace ember::testing;
 
 namespace {
 
-nn::GPTConfig tiny(double dropout, bool batched) {
+nn::GPTConfig tiny(double dropout, bool batched, bool flash = true) {
     return nn::GPTConfig{.vocab_size = 20,
                          .block_size = 8,
                          .n_embd = 16,
                          .n_head = 2,
                          .n_layer = 2,
                          .dropout = dropout,
-                         .batched_attention = batched};
+                         .batched_attention = batched,
+                         .flash = flash};
 }
 
 // The digest tests/fixtures/fx_gpt.py computes: sum of bits * (i * 2654435761 + 1) mod 2^64.
@@ -75,11 +76,13 @@ void check_gpt(const std::string& name, const nn::GPTConfig& config) {
 } // namespace
 
 TEST_CASE("a 2-layer GPT (list of heads, dropout) matches gpt.py in PyTorch", "[gpt]") {
-    check_gpt("gpt", tiny(0.1, false));
+    SECTION("fused attention (the default)") { check_gpt("gpt", tiny(0.1, false)); }
+    SECTION("the notebooks' attention ops") { check_gpt("gpt", tiny(0.1, false, /*flash=*/false)); }
 }
 
 TEST_CASE("a 2-layer GPT with batched attention matches its PyTorch twin", "[gpt]") {
-    check_gpt("gpt_batched", tiny(0.0, true));
+    SECTION("fused attention (the default)") { check_gpt("gpt_batched", tiny(0.0, true)); }
+    SECTION("the notebooks' attention ops") { check_gpt("gpt_batched", tiny(0.0, true, /*flash=*/false)); }
 }
 
 TEST_CASE("the lecture's 10.8M-parameter GPT is built with PyTorch's parameters, bit for bit", "[gpt]") {
@@ -107,6 +110,64 @@ TEST_CASE("generate samples PyTorch's tokens for the same seed", "[gpt][generate
     require_equal(model.generate(zeros({1, 1}, kInt64), 30), f.tensor("generate.plain"), "plain sampling");
     require_equal(model.generate(zeros({2, 1}, kInt64), 20, 0.8, 5), f.tensor("generate.topk"),
                   "temperature 0.8, top-k 5");
+}
+
+TEST_CASE("with key/value caches, a GPT gives the logits of a full forward, position by position",
+          "[gpt][generate][cache]") {
+    // Every attention form a GPT can hold: a list of Heads or batched heads,
+    // each through the fused op or the notebooks' ops.
+    for (bool batched : {false, true})
+        for (bool flash : {true, false}) {
+            INFO((batched ? "batched heads" : "list of heads") << (flash ? ", fused" : ", unfused"));
+            manual_seed(5);
+            nn::GPT model(tiny(0.0, batched, flash));
+            model.eval();
+            NoGradGuard no_grad;
+            Tensor idx = randint(0, 20, {3, 8});
+            Tensor full = model.forward(idx); // (3,8,20): every position at once
+            model.setup_caches(3);
+            // A prompt of 3 positions, then one position at a time.
+            require_close(model.forward(idx.slice(1, 0, 3)), full.slice(1, 0, 3), {1e-5, 1e-5}, "prompt");
+            for (int64_t t = 3; t < 8; ++t) {
+                CHECK(model.cached_positions() == t);
+                require_close(model.forward(idx.slice(1, t, t + 1)), full.slice(1, t, t + 1), {1e-5, 1e-5},
+                              "position " + std::to_string(t));
+            }
+            CHECK_THROWS_WITH(model.forward(idx.slice(1, 0, 1)), Catch::Contains("[GPT]") && Catch::Contains("cached"));
+            model.remove_caches();
+            CHECK(model.cached_positions() == -1);
+            require_close(model.forward(idx), full, {0, 0}, "without caches again");
+        }
+}
+
+TEST_CASE("generate draws the same tokens with and without the cache, past block_size too", "[gpt][generate][cache]") {
+    for (bool batched : {false, true}) {
+        manual_seed(6);
+        nn::GPT model(tiny(0.0, batched));
+        model.eval();
+        Tensor prompt = randint(0, 20, {2, 3});
+        manual_seed(9);
+        Tensor cached = model.generate(prompt, 25, 0.9, 10); // 28 tokens: 20 past block_size = 8
+        manual_seed(9);
+        Tensor plain = model.generate(prompt, 25, 0.9, 10, nullptr, /*use_cache=*/false);
+        require_equal(cached, plain, batched ? "batched heads" : "list of heads");
+        CHECK(model.cached_positions() == -1); // generate removed its caches
+    }
+}
+
+TEST_CASE("attention caches refuse what does not fit", "[gpt][cache][errors]") {
+    nn::Head head(8, 4, 5, 0.0);
+    head.setup_cache(2);
+    NoGradGuard no_grad;
+    head.forward(randn({2, 4, 8}));
+    CHECK_THROWS_WITH(head.forward(randn({2, 2, 8})),
+                      Catch::Contains("[Head]") && Catch::Contains("2 new positions after the 4 cached"));
+    head.setup_cache(2);
+    CHECK_THROWS_WITH(head.forward(randn({3, 1, 8})), Catch::Contains("[Head]") && Catch::Contains("batch size"));
+    CHECK_THROWS_AS(head.setup_cache(0), ValueError);
+    nn::BatchedMultiHeadAttention batched({.d_in = 8, .d_out = 8, .context_length = 4, .num_heads = 2});
+    batched.setup_cache(1);
+    CHECK_THROWS_AS(batched.forward(randn({1, 5, 8})), ShapeError);
 }
 
 TEST_CASE("GPT prints as PyTorch prints gpt.py's model", "[gpt][repr]") {

@@ -29,12 +29,18 @@ struct MatrixRef {
 
 // c = a @ b, or c += a @ b when accumulate. a is (M,K), b (K,N), c (M,N);
 // c must not overlap a or b. Each c element sums its K products in increasing
-// k order, so results do not depend on the thread count. The portable kernel
+// k order (but see kDotRows below), so results do not depend on the thread count. The portable kernel
 // rounds after every multiply and add, exactly as gemm_reference; the AVX2
 // kernel fuses each multiply-add (one rounding), so it differs from the
 // reference in the last bits.
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate);
+
+// Products whose A has at most this many rows (contiguous) and whose B is a
+// transposed matrix (a Linear layer's W^T on a token or two) are computed
+// as dot products of rows, summed in 16 lanes: another order than the
+// tiles', fixed by the shape (gemm.cpp says why).
+inline constexpr int64_t kDotRows = 4;
 
 // The same product as three plain loops, for tests to compare gemm against.
 void gemm_reference(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
