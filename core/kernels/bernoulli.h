@@ -1,4 +1,4 @@
-// A faster copy of the Bernoulli fill behind bernoulli_ and dropout's mask,
+// Faster copies of the Bernoulli draws behind bernoulli_ and dropout's mask,
 // for contiguous tensors, with the draws and the bits of the plain loop in
 // core/random/distributions.cpp. Private: that file calls it when the fast
 // kernels are on (dispatch.h).
@@ -24,7 +24,7 @@ void bernoulli_fill_contiguous(int64_t* data, int64_t n, uint64_t threshold, int
 void bernoulli_fill_contiguous(bool* data, int64_t n, uint64_t threshold, bool value, Generator& gen);
 
 // The same draws as bits: bit i of words is 1 where u53_i < threshold
-// (internal::bernoulli_bits, core/random/fill.h, is the plain loop).
+// (internal::bernoulli_bits in core/random/distributions.cpp is the plain loop).
 void bernoulli_bits_fast(uint64_t* words, int64_t n, uint64_t threshold, Generator& gen);
 
 } // namespace ember::internal

@@ -160,26 +160,15 @@ Tensor randint(int64_t high, const Shape& shape, TensorOptions options, Generato
     return randint(0, high, shape, options, generator);
 }
 
-// ---- Bernoulli: bernoulli_(p), bernoulli(p tensor), dropout's mask ------------------------------
+// ---- Bernoulli: bernoulli_(p), bernoulli(p tensor), dropout's mask bits ----------------------------
 
-void internal::bernoulli_fill(Tensor& t, double p, double kept, Generator& gen) {
-    // One u53 per element (two words, the first the high half), a success
-    // when u53 * 2^-53 < p. Scaling by 2^53 is exact, so that is the integer
-    // test u53 < ceil(p * 2^53): the same outcome without a conversion.
-    const uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 0x1p53));
-    dispatch(t.dtype(), [&]<typename T>(TypeTag<T>) {
-        const T value = static_cast<T>(kept);
-        if (t.is_contiguous() && use_fast_kernels()) {
-            bernoulli_fill_contiguous(t.data_ptr<T>(), t.numel(), threshold, value, gen);
-            return;
-        }
-        const uint64_t low53 = (uint64_t{1} << 53) - 1;
-        for_each_in_memory_order<T>(t, [&](T& x) { x = (gen.random64() & low53) < threshold ? value : T(0); });
-    });
-}
+// One u53 per element (two words, the first the high half), a success when
+// u53 * 2^-53 < p. Scaling by 2^53 is exact, so that is the integer test
+// u53 < ceil(p * 2^53): the same outcome without a conversion.
+static uint64_t bernoulli_threshold(double p) { return static_cast<uint64_t>(std::ceil(p * 0x1p53)); }
 
 void internal::bernoulli_bits(uint64_t* words, int64_t n, double p, Generator& gen) {
-    const uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 0x1p53)); // as bernoulli_fill
+    const uint64_t threshold = bernoulli_threshold(p);
     if (use_fast_kernels()) {
         bernoulli_bits_fast(words, n, threshold, gen);
         return;
@@ -194,7 +183,16 @@ Tensor& Tensor::bernoulli_(double p, Generator* generator) {
     check_fill_target(*this, "bernoulli_");
     if (!(p >= 0.0 && p <= 1.0))
         fail<ValueError>("bernoulli_", "p must be in [0, 1], got p=", p, " (tensor of shape ", shape(), ")");
-    bernoulli_fill(*this, p, 1.0, generator_or_default(generator));
+    const uint64_t threshold = bernoulli_threshold(p);
+    Generator& gen = generator_or_default(generator);
+    dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
+        if (is_contiguous() && use_fast_kernels()) {
+            bernoulli_fill_contiguous(data_ptr<T>(), numel(), threshold, T(1), gen);
+            return;
+        }
+        const uint64_t low53 = (uint64_t{1} << 53) - 1;
+        for_each_in_memory_order<T>(*this, [&](T& x) { x = (gen.random64() & low53) < threshold ? T(1) : T(0); });
+    });
     finish_fill(*this, "BernoulliBackward1");
     return *this;
 }

@@ -1,6 +1,6 @@
 // Helpers shared by the random fills (distributions.cpp, normal.cpp,
 // multinomial.cpp) and dropout. Private; defined in fill.cpp, but for
-// bernoulli_fill, which is in distributions.cpp with bernoulli_.
+// bernoulli_bits, which is in distributions.cpp with bernoulli_.
 //
 // PyTorch fills a tensor one element at a time in *memory* order: its
 // TensorIterator puts the dimension with the largest stride outermost. So a
@@ -45,17 +45,10 @@ void check_fill_target(const Tensor& t, const char* op);
 // (its values no longer depend on its past), named as PyTorch names it.
 void finish_fill(const Tensor& t, const char* grad_name);
 
-// bernoulli_'s draws without its checks or its graph node: each element of
-// t becomes `kept` (in t's dtype) where its draw succeeds, with probability
-// p, and 0 where it fails. bernoulli_ keeps 1; dropout keeps 1 / (1 - p), so
-// its mask is drawn and scaled in one pass, with the values bernoulli_
-// followed by div_ would give.
-void bernoulli_fill(Tensor& t, double p, double kept, Generator& gen);
-
-// The same draws as bernoulli_fill over a contiguous tensor of n elements,
-// kept as bits: bit i of words (words[i / 64], bit i % 64) is 1 where the
-// i-th draw succeeds, with probability p. Fused attention's dropout mask:
-// the weights F.dropout would drop, at 1/32 of a float mask's memory.
+// Bernoulli draws as bits, for dropout's masks: bit i of words (words[i /
+// 64], bit i % 64) is 1 where the i-th draw succeeds, with probability p, for
+// i in [0, n). The draws of bernoulli_ (one u53 per element, in order) over
+// a contiguous tensor of n elements, at a 32nd of a float mask's memory.
 void bernoulli_bits(uint64_t* words, int64_t n, double p, Generator& gen);
 
 // Calls f(x) with a reference to each element x of t (C++ type T), in memory
