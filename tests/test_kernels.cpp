@@ -150,6 +150,24 @@ TEST_CASE("the fast Bernoulli fill draws the words and bits of the plain one", "
         });
 }
 
+TEST_CASE("the Mersenne Twister's fast twist and tempering give the plain loops' words", "[kernels][random]") {
+    if (skip_in_reference_build()) return;
+    // Several twists (624 words each), draws of every size through
+    // random_words and random(), and the state they leave.
+    require_same_bits("mt19937", [] {
+        Generator gen(2024);
+        std::vector<uint32_t> words(3000);
+        gen.random_words(words.data(), 1000);
+        for (int i = 0; i < 7; ++i) words[1000 + i] = gen.random();
+        gen.random_words(words.data() + 1007, 1993);
+        std::vector<int64_t> as_int(words.begin(), words.end());
+        std::vector<uint8_t> state = gen.get_state();
+        return std::vector<Tensor>{from_vector(as_int, {3000}),
+                                   from_vector(std::vector<int64_t>(state.begin(), state.end()),
+                                               {static_cast<int64_t>(state.size())})};
+    });
+}
+
 TEST_CASE("fused attention's dropout bits: the fast draw gives the bits of the plain one", "[kernels][random]") {
     if (skip_in_reference_build()) return;
     // 64 draws per word of bits, a partial last word; then the generator

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "core/kernels/dispatch.h"
+#include "core/kernels/mersenne.h"
 #include "core/tensor/error.h"
 
 namespace ember {
@@ -47,9 +49,14 @@ void Generator::manual_seed(uint64_t seed) {
 void Generator::twist() {
     // Regenerates all 624 words in place: word i mixes words i and i+1 and
     // xors in word i+397 (wrapping around, so the last words read new values).
-    for (int i = 0; i < kN - kM; ++i) state_[i] = state_[i + kM] ^ twist_pair(state_[i], state_[i + 1]);
-    for (int i = kN - kM; i < kN - 1; ++i) state_[i] = state_[i + kM - kN] ^ twist_pair(state_[i], state_[i + 1]);
-    state_[kN - 1] = state_[kM - 1] ^ twist_pair(state_[kN - 1], state_[0]);
+    // (The same loops in AVX2 and AVX-512: core/kernels/mersenne.h.)
+    if (internal::use_fast_kernels()) {
+        internal::mt19937_twist(state_.data());
+    } else {
+        for (int i = 0; i < kN - kM; ++i) state_[i] = state_[i + kM] ^ twist_pair(state_[i], state_[i + 1]);
+        for (int i = kN - kM; i < kN - 1; ++i) state_[i] = state_[i + kM - kN] ^ twist_pair(state_[i], state_[i + 1]);
+        state_[kN - 1] = state_[kM - 1] ^ twist_pair(state_[kN - 1], state_[0]);
+    }
     left_ = kN;
     next_ = 0;
 }
@@ -79,7 +86,9 @@ void Generator::random_words(uint32_t* out, int64_t n) {
         }
         const int64_t take = std::min<int64_t>(n, left_ - 1);
         const uint32_t* words = state_.data() + next_;
-        for (int64_t i = 0; i < take; ++i) out[i] = temper(words[i]); // vectorises
+        if (internal::use_fast_kernels()) internal::mt19937_temper(words, out, take);
+        else
+            for (int64_t i = 0; i < take; ++i) out[i] = temper(words[i]);
         out += take;
         n -= take;
         next_ += static_cast<uint32_t>(take);
