@@ -12,6 +12,7 @@
 #include "core/tensor/tensor.h"
 
 #include "core/autograd/autograd.h"
+#include "core/autograd/checkpoint.h"
 #include "core/autograd/function.h"
 #include "core/autograd/gradcheck.h"
 

@@ -42,7 +42,7 @@ def run_lines(cmd):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(HERE, "..", "build"), help="ember's build directory")
-    parser.add_argument("--only", default="", help="entries whose name starts with this (default: all but train_lecture)")
+    parser.add_argument("--only", default="", help="entries whose name starts with this (default: all but train_lecture*)")
     parser.add_argument("--threads", default="1,2", help="ember's and OpenBLAS's thread counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved runs of each peer per entry")
     parser.add_argument("--repeat", type=int, default=0, help="passed to every peer (0: each entry's default)")
@@ -67,7 +67,7 @@ def main():
     if args.only:
         names = [n for n in names if n == args.only] or [n for n in names if n.startswith(args.only)]
     else:
-        names = [n for n in names if n != "train_lecture"]
+        names = [n for n in names if not n.startswith("train_lecture")]
     if not names:
         sys.exit(f"compare.py: no entry matches --only {args.only}")
     threads = [int(t) for t in args.threads.split(",")]

@@ -19,7 +19,8 @@
 //   train_*   a whole training step of the lecture's GPT (forward, cross-entropy,
 //             backward, AdamW) on random tokens: tokens/s and the peak resident
 //             memory of a process that runs only that step; with the fused
-//             attention, GPTConfig's default, or with --unfused the notebooks' ops
+//             attention, GPTConfig's default, or with --unfused the notebooks' ops;
+//             train_lecture_checkpoint recomputes each Block in the backward
 //
 // Times are medians over --repeat runs after one warm-up; "best" is the
 // fastest run. A number alone says little on a shared machine: compare it
@@ -193,8 +194,9 @@ struct TrainConfig {
     std::string name;
     int64_t batch, block, n_embd, n_head, n_layer;
     double dropout;
-    bool batched; // heads in one batched product, or a list of Heads as gpt.py
-    int steps;    // default timed steps
+    bool batched;                   // heads in one batched product, or a list of Heads as gpt.py
+    int steps;                      // default timed steps
+    bool checkpoint_blocks = false; // recompute each Block's activations in the backward
 };
 
 const std::vector<TrainConfig> kTrain = {
@@ -202,6 +204,7 @@ const std::vector<TrainConfig> kTrain = {
     {"train_tiny_list", 32, 8, 32, 4, 3, 0.0, false, 200},
     {"train_small", 16, 32, 64, 4, 4, 0.0, true, 100},
     {"train_lecture", 64, 256, 384, 6, 6, 0.2, true, 3},
+    {"train_lecture_checkpoint", 64, 256, 384, 6, 6, 0.2, true, 3, true},
 };
 
 void bench_train(const Options& o, const TrainConfig& c) {
@@ -213,7 +216,8 @@ void bench_train(const Options& o, const TrainConfig& c) {
                    .n_layer = c.n_layer,
                    .dropout = c.dropout,
                    .batched_attention = c.batched,
-                   .flash = !o.unfused});
+                   .flash = !o.unfused,
+                   .checkpoint_blocks = c.checkpoint_blocks});
     optim::AdamW opt(model.parameters(), {.lr = 3e-4});
     Tensor x = randint(0, 65, {c.batch, c.block}), y = randint(0, 65, {c.batch, c.block});
     int steps = o.repeat ? o.repeat : c.steps;

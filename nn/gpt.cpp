@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/autograd/autograd.h"
+#include "core/autograd/checkpoint.h"
 #include "nn/init.h"
 
 namespace ember::nn {
@@ -87,8 +88,13 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) {
     Tensor tok_emb = token_embedding_table->forward(idx);                         // (B,T,C)
     Tensor pos_emb = position_embedding_table->forward(arange(start, start + T)); // (T,C)
     if (cached_ >= 0) cached_ += T;
-    Tensor x = tok_emb + pos_emb;        // (B,T,C)
-    x = blocks->forward(x);              // (B,T,C)
+    Tensor x = tok_emb + pos_emb; // (B,T,C)
+    if (config.checkpoint_blocks && is_training()) {
+        for (const auto& [name, block] : blocks->named_children()) // each Block's insides recomputed in backward
+            x = checkpoint([block = block](const Tensor& in) { return block->forward(in); }, x, block->parameters());
+    } else {
+        x = blocks->forward(x); // (B,T,C)
+    }
     x = ln_f->forward(x);                // (B,T,C)
     Tensor logits = lm_head->forward(x); // (B,T,V)
     Tensor loss;

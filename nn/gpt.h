@@ -43,6 +43,11 @@ struct GPTConfig {
     // faster from T = 32 up (docs/performance.md). false: the notebooks' ops,
     // bit for bit with PyTorch 1.13's gpt.py.
     bool flash = true;
+    // Recompute each Block's activations in the backward instead of keeping
+    // them (ember::checkpoint, docs/checkpointing.md): training keeps one
+    // (B,T,C) tensor per Block, at the price of running each Block's forward
+    // twice. The same gradients, bit for bit.
+    bool checkpoint_blocks = false;
     // gpt.py's _init_weights: Linear and Embedding weights ~ N(0, 0.02), biases 0.
     // Off: every layer keeps PyTorch's default initialisation.
     bool gpt_init = true;

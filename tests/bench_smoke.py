@@ -14,7 +14,7 @@ bench = sys.argv[1]
 names = subprocess.run([bench, "--list"], check=True, stdout=subprocess.PIPE, text=True).stdout.split()
 # The lecture step needs 4 GB and a minute, and generating from the lecture's
 # model half a minute; their code paths are the small config's.
-skipped = ("train_lecture", "generate_lecture")
+skipped = ("train_lecture", "generate_lecture")  # prefixes
 run = subprocess.run([bench, "--repeat", "1", "--threads", "2", "--skip", ",".join(skipped)], check=True,
                      stdout=subprocess.PIPE, text=True)
 lines = [json.loads(line) for line in run.stdout.splitlines()]
