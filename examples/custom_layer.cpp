@@ -4,7 +4,8 @@
 // The layer is RMSNorm (used by Llama in place of LayerNorm): it scales each
 // row x of C channels by 1 / rms(x), rms(x) = sqrt(mean(x^2) + eps), and then
 // by a learned weight per channel. It is built from ops that already have a
-// backward, so it needs none of its own.
+// backward, so it needs none of its own. Then it goes inside a GPT, in
+// place of every LayerNorm, through the factories of nn::BlockLayers.
 //
 //   build/examples/custom_layer        (exits with 1 if a check fails)
 #include <cmath>
@@ -59,5 +60,26 @@ int main() {
     bool grads_ok = gradcheck([&](const std::vector<Tensor>& in) { return norm(in[0]); }, {x64}, norm.parameters());
     std::printf("rows normalised: %s\ngradcheck (input and weight): %s\n", ok ? "yes" : "NO",
                 grads_ok ? "passed" : "FAILED");
-    return ok && grads_ok ? 0 : 1;
+
+    // The layer inside a GPT: make_norm builds ln1 and ln2 of every block,
+    // and ln_f. Nothing of Block or GPT is copied.
+    nn::GPTConfig config{.vocab_size = 65, .block_size = 8, .n_embd = 32, .n_head = 4, .n_layer = 2};
+    nn::GPT lecture(config);
+    config.layers.make_norm = [](int64_t n_embd) { return std::make_shared<RMSNorm>(n_embd); };
+    manual_seed(1337);
+    nn::GPT model(config);
+    std::printf("\nthe RMSNorms of a GPT built with them:");
+    for (const auto& [name, module] : model.named_modules())
+        if (module->type_name() == "RMSNorm") std::printf(" %s", name.c_str());
+    std::printf("\n");
+    // RMSNorm has a weight and no bias: 2 * n_layer + 1 = 5 norms of 32 channels fewer.
+    int64_t fewer = lecture.num_parameters() - model.num_parameters();
+    std::printf("parameters: %lld (the LayerNorm GPT has %lld more)\n", static_cast<long long>(model.num_parameters()),
+                static_cast<long long>(fewer));
+    // gpt.py's small initial weights make every prediction nearly uniform.
+    Tensor idx = randint(0, 65, {4, 8});
+    double loss = model.forward(idx, randint(0, 65, {4, 8})).loss.item();
+    std::printf("initial loss: %.4f (ln 65 = %.4f)\n", loss, std::log(65.0));
+    bool gpt_ok = fewer == 5 * 32 && std::abs(loss - std::log(65.0)) < 0.05;
+    return ok && grads_ok && gpt_ok ? 0 : 1;
 }

@@ -10,38 +10,70 @@
 
 namespace ember::nn {
 
-Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout, bool batched, bool flash)
+namespace {
+
+// A factory's module, checked: a null one is the factory's bug, named.
+std::shared_ptr<Module> built(std::shared_ptr<Module> module, const char* owner, const char* factory,
+                              const char* role) {
+    if (!module) fail<ValueError>(owner, factory, " returned no module for ", role);
+    return module;
+}
+
+// Runs one of a block's layers, which must keep the shape (B,T,C): a layer
+// of yours that returned (B,T,1) would otherwise broadcast silently into
+// the residual sum.
+Tensor run_layer(Module& layer, const char* role, const Tensor& x) {
+    Tensor out = layer.forward(x);
+    if (out.shape() != x.shape())
+        fail<ShapeError>("Block", role, " (", layer.type_name(), ") returned ", out.shape(), " for an input of ",
+                         x.shape(), "; a block's layers must keep the shape (B,T,C)");
+    return out;
+}
+
+} // namespace
+
+Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout, bool batched, bool flash,
+             const BlockLayers& layers)
     : Module("Block") {
-    // The list of heads needs only head_size = n_embd / n_head >= 1 (its
-    // projection maps n_head * head_size back to n_embd, as the lecture's);
-    // batched heads split the channels exactly, so they need divisibility.
-    if (n_head < 1 || n_embd / n_head < 1 || (batched && n_embd % n_head != 0))
-        fail<ValueError>("Block", "n_embd=", n_embd, " does not split into n_head=", n_head, " heads",
-                         batched ? " (batched heads need n_embd divisible by n_head)" : "");
-    const int64_t head_size = n_embd / n_head;
-    if (batched) {
-        sa = register_module("sa",
-                             std::make_shared<BatchedMultiHeadAttention>(AttentionConfig{.d_in = n_embd,
-                                                                                         .d_out = n_embd,
-                                                                                         .context_length = block_size,
-                                                                                         .num_heads = n_head,
-                                                                                         .dropout = dropout,
-                                                                                         .out_dropout = dropout,
-                                                                                         .flash = flash}));
+    // The attention config a factory (or the batched default) receives.
+    const AttentionConfig config{.d_in = n_embd,
+                                 .d_out = n_embd,
+                                 .context_length = block_size,
+                                 .num_heads = n_head,
+                                 .dropout = dropout,
+                                 .out_dropout = dropout,
+                                 .flash = flash};
+    if (layers.make_attention) {
+        sa = register_module("sa", built(layers.make_attention(config), "Block", "make_attention", "sa"));
     } else {
-        sa = register_module("sa", std::make_shared<MultiHeadAttention>(n_head, head_size, n_embd, block_size, dropout,
-                                                                        flash));
+        // The list of heads needs only head_size = n_embd / n_head >= 1 (its
+        // projection maps n_head * head_size back to n_embd, as the lecture's);
+        // batched heads split the channels exactly, so they need divisibility.
+        if (n_head < 1 || n_embd / n_head < 1 || (batched && n_embd % n_head != 0))
+            fail<ValueError>("Block", "n_embd=", n_embd, " does not split into n_head=", n_head, " heads",
+                             batched ? " (batched heads need n_embd divisible by n_head)" : "");
+        if (batched) sa = register_module("sa", std::make_shared<BatchedMultiHeadAttention>(config));
+        else
+            sa = register_module("sa", std::make_shared<MultiHeadAttention>(n_head, n_embd / n_head, n_embd, block_size,
+                                                                            dropout, flash));
     }
-    ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout));
-    ln1 = register_module("ln1", std::make_shared<LayerNorm>(n_embd));
-    ln2 = register_module("ln2", std::make_shared<LayerNorm>(n_embd));
+    // gpt.py's order: sa, ffwd, ln1, ln2 (the order of the random draws).
+    ffwd = register_module("ffwd", layers.make_feed_forward ? built(layers.make_feed_forward(n_embd, dropout), "Block",
+                                                                    "make_feed_forward", "ffwd")
+                                                            : std::make_shared<FeedForward>(n_embd, dropout));
+    auto norm = [&](const char* role) -> std::shared_ptr<Module> {
+        if (layers.make_norm) return built(layers.make_norm(n_embd), "Block", "make_norm", role);
+        return std::make_shared<LayerNorm>(n_embd);
+    };
+    ln1 = register_module("ln1", norm("ln1"));
+    ln2 = register_module("ln2", norm("ln2"));
 }
 
 Tensor Block::forward(const Tensor& x) {
     // Residual connections around communication (attention) and computation
     // (the MLP), each applied to a normalised copy: (B,T,C) -> (B,T,C).
-    Tensor h = x + sa->forward(ln1->forward(x));
-    return h + ffwd->forward(ln2->forward(h));
+    Tensor h = x + run_layer(*sa, "sa", run_layer(*ln1, "ln1", x));
+    return h + run_layer(*ffwd, "ffwd", run_layer(*ln2, "ln2", h));
 }
 
 GPT::GPT(const GPTConfig& c) : Module("GPT"), config(c) {
@@ -54,9 +86,10 @@ GPT::GPT(const GPTConfig& c) : Module("GPT"), config(c) {
         register_module("position_embedding_table", std::make_shared<Embedding>(c.block_size, c.n_embd));
     blocks = register_module("blocks", std::make_shared<Sequential>());
     for (int64_t i = 0; i < c.n_layer; ++i)
-        blocks->push_back(
-            std::make_shared<Block>(c.n_embd, c.n_head, c.block_size, c.dropout, c.batched_attention, c.flash));
-    ln_f = register_module("ln_f", std::make_shared<LayerNorm>(c.n_embd));
+        blocks->push_back(std::make_shared<Block>(c.n_embd, c.n_head, c.block_size, c.dropout, c.batched_attention,
+                                                  c.flash, c.layers));
+    ln_f = register_module("ln_f", c.layers.make_norm ? built(c.layers.make_norm(c.n_embd), "GPT", "make_norm", "ln_f")
+                                                      : std::make_shared<LayerNorm>(c.n_embd));
     lm_head = register_module("lm_head", std::make_shared<Linear>(c.n_embd, c.vocab_size));
     if (c.gpt_init) {
         // gpt.py: self.apply(self._init_weights), visiting submodules
@@ -159,9 +192,20 @@ struct CacheScope {
 
 } // namespace
 
+// True when every Block's attention is one of ember's, which keep caches.
+static bool caches_supported(const Sequential& blocks) {
+    for (const auto& [name, module] : blocks.named_children()) {
+        const auto* block = dynamic_cast<const Block*>(module.get());
+        if (!block || !(dynamic_cast<const MultiHeadAttention*>(block->sa.get()) ||
+                        dynamic_cast<const BatchedMultiHeadAttention*>(block->sa.get())))
+            return false;
+    }
+    return true;
+}
+
 Tensor GPT::generate(Tensor idx, int64_t max_new_tokens, double temperature, std::optional<int64_t> top_k,
                      Generator* generator, bool use_cache) {
-    if (!use_cache)
+    if (!use_cache || !caches_supported(*blocks))
         return nn::generate(*this, config.block_size, std::move(idx), max_new_tokens, temperature, top_k, generator);
     check_generate_args(config.block_size, idx, max_new_tokens, temperature, top_k);
     NoGradGuard no_grad;

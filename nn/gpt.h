@@ -6,10 +6,12 @@
 //
 // With the same seed, a GPT built here has the parameters PyTorch's gpt.py
 // builds, to the bit: modules are constructed in the same order and then
-// re-initialised as its _init_weights does. docs/attention.md; tests in
+// re-initialised as its _init_weights does. Your own norm, attention or MLP
+// go in through BlockLayers (docs/extending.md). docs/attention.md; tests in
 // tests/test_gpt.cpp.
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "nn/attention.h"
@@ -18,16 +20,39 @@
 
 namespace ember::nn {
 
+// The layers a Block is built from, as factories, so that a Block and a GPT
+// can be built with your own norm (RMSNorm), attention (rotary, a cache) or
+// MLP (SwiGLU) without copying them. Each factory is called where the
+// lecture's layer would be constructed, so an empty one builds exactly
+// gpt.py's layer, with gpt.py's random draws. Every module built must map
+// x (B,T,C) to (B,T,C).
+struct BlockLayers {
+    // n_embd -> ln1, ln2 (and the GPT's ln_f). Empty: LayerNorm(n_embd).
+    std::function<std::shared_ptr<Module>(int64_t n_embd)> make_norm;
+    // -> sa. The config says d_in = d_out = n_embd, context_length =
+    // block_size, num_heads = n_head, dropout = out_dropout = the block's.
+    // Empty: MultiHeadAttention (a list of Heads), or
+    // BatchedMultiHeadAttention(config) when the block is `batched`.
+    std::function<std::shared_ptr<Module>(const AttentionConfig& config)> make_attention;
+    // (n_embd, dropout) -> ffwd. Empty: FeedForward(n_embd, dropout).
+    std::function<std::shared_ptr<Module>(int64_t n_embd, double dropout)> make_feed_forward;
+};
+
 class Block : public Module {
 public:
-    // batched: one BatchedMultiHeadAttention instead of a list of Heads;
-    // flash: attention through scaled_dot_product_attention (attention.h).
-    Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout, bool batched = false, bool flash = false);
+    // batched: one BatchedMultiHeadAttention instead of a list of Heads
+    // (when layers.make_attention is empty); flash: attention through
+    // scaled_dot_product_attention (attention.h), for the built-in attention
+    // and in the config a make_attention receives.
+    Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout, bool batched = false, bool flash = false,
+          const BlockLayers& layers = {});
+    // x (B,T,C) -> (B,T,C). Throws a ShapeError naming the layer if one of
+    // them changes the shape.
     Tensor forward(const Tensor& x) override;
 
-    std::shared_ptr<Module> sa; // MultiHeadAttention or BatchedMultiHeadAttention
-    std::shared_ptr<FeedForward> ffwd;
-    std::shared_ptr<LayerNorm> ln1, ln2;
+    std::shared_ptr<Module> sa;       // MultiHeadAttention or BatchedMultiHeadAttention, or yours
+    std::shared_ptr<Module> ffwd;     // FeedForward, or yours
+    std::shared_ptr<Module> ln1, ln2; // LayerNorm, or yours
 };
 
 struct GPTConfig {
@@ -49,8 +74,11 @@ struct GPTConfig {
     // twice. The same gradients, bit for bit.
     bool checkpoint_blocks = false;
     // gpt.py's _init_weights: Linear and Embedding weights ~ N(0, 0.02), biases 0.
-    // Off: every layer keeps PyTorch's default initialisation.
+    // Off: every layer keeps PyTorch's default initialisation. It reaches
+    // the Linears inside your own layers too, as gpt.py's self.apply would.
     bool gpt_init = true;
+    // Your own norm, attention or MLP for every block; make_norm builds ln_f too.
+    BlockLayers layers = {};
 };
 
 // Extends each row of idx (B,T) by max_new_tokens tokens sampled from any
@@ -82,7 +110,8 @@ public:
     // the context fits in block_size. Past it the context is cropped, as
     // nn::generate does, and each token runs the whole cropped context again
     // (the positions of every token change). The same logits as without the
-    // cache up to rounding, and the same tokens drawn.
+    // cache up to rounding, and the same tokens drawn. A GPT with attention
+    // of your own (BlockLayers::make_attention) generates without the cache.
     Tensor generate(Tensor idx, int64_t max_new_tokens, double temperature = 1.0,
                     std::optional<int64_t> top_k = std::nullopt, Generator* generator = nullptr, bool use_cache = true);
 
@@ -96,7 +125,7 @@ public:
     const GPTConfig config;
     std::shared_ptr<Embedding> token_embedding_table, position_embedding_table;
     std::shared_ptr<Sequential> blocks;
-    std::shared_ptr<LayerNorm> ln_f;
+    std::shared_ptr<Module> ln_f; // LayerNorm, or config.layers.make_norm's
     std::shared_ptr<Linear> lm_head;
 
 private:

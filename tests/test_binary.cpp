@@ -44,6 +44,14 @@ const std::vector<OpCase>& cases() {
         {"int.div", [](V in) { return in[0] / in[1]; }},
         {"int.pow", [](V in) { return pow(in[0], 3); }},
         {"int.sub_scalar", [](V in) { return 10 - in[0]; }},
+        {"pow.scalar_base", [](V in) { return pow(10000.0, in[0]); }},
+        {"pow.scalar_base_half", [](V in) { return pow(0.5, in[0]); }},
+        // 0^e has an infinite slope at e = -1: no finite differences there.
+        {"pow.zero_base", [](V in) { return pow(0.0, in[0]); }, false},
+        {"int.pow_scalar_base", [](V in) { return pow(-2, in[0]); }},
+        {"int.pow_float_base", [](V in) { return pow(2.5, in[0]); }},
+        {"outer", [](V in) { return outer(in[0], in[1]); }},
+        {"outer.int_float", [](V in) { return outer(in[0], in[1]); }},
     };
     return all;
 }
@@ -68,6 +76,10 @@ TEST_CASE("result dtypes follow PyTorch's promotion", "[binary]") {
     CHECK((i / i).dtype() == kFloat32); // true division
     CHECK((d * 2.5f).dtype() == kFloat64);
     CHECK(pow(i, 2).dtype() == kInt64);
+    CHECK(pow(2, i).dtype() == kInt64);
+    CHECK(pow(2.0, i).dtype() == kFloat32);
+    CHECK(pow(2, d).dtype() == kFloat64);
+    CHECK(pow(2, ones({2}, kBool)).dtype() == kInt64);
     CHECK(pow(i, 0.5).dtype() == kFloat32);
 }
 
@@ -160,4 +172,7 @@ TEST_CASE("binary ops name the op and both shapes when they do not broadcast", "
     CHECK_THROWS_WITH(ones({3}) / ones({2}), Catch::Contains("[div]"));
     CHECK_THROWS_WITH(ones({3}) - ones({2}), Catch::Contains("[sub]"));
     CHECK_THROWS_AS(pow(ones({2}, kInt64), -1), ValueError);
+    CHECK_THROWS_WITH(outer(ones({2, 3}), ones({4})),
+                      Catch::Contains("[outer]") && Catch::Contains("(2,3)") && Catch::Contains("(4)"));
+    CHECK_THROWS_AS(outer(ones({2}), scalar_tensor(1.0)), ShapeError);
 }

@@ -51,6 +51,34 @@ struct WrongShape : ember::Function<WrongShape> {
     static std::vector<Tensor> backward(AutogradContext*, const Tensor& dout) { return {dout}; }
 };
 
+// y = x^2 in raw loops over float32, with only the public helpers:
+// contiguous(), data_ptr<T>(), parallel_for (docs/extending.md). Its
+// backward records the strides of the dout it received.
+ember::Shape last_dout_strides;
+struct Square : ember::Function<Square> {
+    static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+        Tensor xc = x.contiguous();                        // dense: element i at data_ptr()[i]
+        Tensor out = ember::empty(xc.shape(), xc.dtype()); // fresh, so dense too
+        const float* px = xc.data_ptr<float>();            // throws DTypeError unless float32
+        float* po = out.data_ptr<float>();
+        ember::parallel_for(0, xc.numel(), ember::kElementwiseGrain, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) po[i] = px[i] * px[i];
+        });
+        ctx->save_for_backward({xc});
+        return out;
+    }
+    static std::vector<Tensor> backward(AutogradContext* ctx, const Tensor& dout) {
+        last_dout_strides = dout.strides();
+        Tensor x = ctx->get_saved_variables()[0];
+        Tensor g = dout.contiguous(); // dout may be an expanded view: one value, stride 0
+        Tensor dx = ember::empty(x.shape(), x.dtype());
+        const float *pg = g.data_ptr<float>(), *px = x.data_ptr<float>();
+        float* pd = dx.data_ptr<float>();
+        for (int64_t i = 0; i < x.numel(); ++i) pd[i] = 2 * px[i] * pg[i]; // forward: y = x^2, so dx = 2 x dout
+        return {dx};
+    }
+};
+
 // An op whose forward hands back its input unchanged.
 struct Identity : ember::Function<Identity> {
     static Tensor forward(AutogradContext*, const Tensor& a) { return a; }
@@ -89,6 +117,22 @@ TEST_CASE("needs_input_grad tells backward which gradients are wanted", "[custom
     CHECK_FALSE(b.grad().defined());
     // Without any input requiring grad, no node is recorded at all.
     CHECK_FALSE(ScaledMatmul::apply(b.t(), b, 1.0).requires_grad());
+}
+
+TEST_CASE("a raw-loop Function gets an expanded dout after sum and reads it through contiguous()",
+          "[custom_function]") {
+    Tensor x = ember::tensor({{1.0f, -2.0f, 3.0f}, {0.5f, 0.0f, -1.0f}}).requires_grad_();
+    Tensor y = Square::apply(x.t()); // a transposed input: forward makes it dense first
+    ember::sum(y).backward();
+    // sum's backward hands every element the same 1: a (3,2) view of one value.
+    CHECK(last_dout_strides == ember::Shape{0, 0});
+    // dx = 2 x, transposed back by the view's backward.
+    CHECK(ember::allclose(x.grad(), x.detach() * 2));
+    // Through a product instead, dout is a dense tensor of its own.
+    Tensor z = Square::apply(x);
+    ember::sum(z * ember::tensor({1.0f, 2.0f, 3.0f})).backward();
+    CHECK(last_dout_strides == ember::Shape{3, 1});
+    CHECK_THROWS_AS(Square::apply(ember::ones({2}, ember::kFloat64)), ember::DTypeError);
 }
 
 TEST_CASE("mistakes in a custom backward are reported, not crashed on", "[custom_function][errors]") {

@@ -1,7 +1,8 @@
 // Block and GPT (nn/gpt.h) against the lecture's gpt.py in PyTorch: the same
 // parameters to the bit for the same seed (also at the lecture's 10.8M-
 // parameter size), the same logits, loss and gradient of every parameter,
-// the same losses over 10 AdamW steps, and the same sampled tokens.
+// the same losses over 10 AdamW steps, and the same sampled tokens; and a
+// GPT built with a user's own norm, attention and MLP (nn::BlockLayers).
 #include <catch2/catch.hpp>
 
 #include "check.h"
@@ -35,6 +36,29 @@ std::string join_names(const std::vector<std::string>& names) {
     std::string s;
     for (const auto& n : names) s += (s.empty() ? "" : "\n") + n;
     return s;
+}
+
+// A user's norm, as examples/custom_layer.cpp writes it; its PyTorch twin is
+// RMSNorm in tests/fixtures/torch_models.py.
+class RMSNorm : public nn::Module {
+public:
+    explicit RMSNorm(int64_t channels, double eps = 1e-6) : Module("RMSNorm"), eps(eps) {
+        weight = register_parameter("weight", ones({channels}));
+    }
+    Tensor forward(const Tensor& x) override { return x * pow(mean(x * x, -1, true) + eps, -0.5) * weight; }
+    const double eps;
+    Tensor weight;
+};
+
+// The fixture "gpt_custom"'s layers: RMSNorm, and batched attention with
+// biases on its Q, K and V projections.
+nn::BlockLayers custom_layers() {
+    return {.make_norm = [](int64_t n_embd) { return std::make_shared<RMSNorm>(n_embd); },
+            .make_attention =
+                [](nn::AttentionConfig config) {
+                    config.qkv_bias = true;
+                    return std::make_shared<nn::BatchedMultiHeadAttention>(config);
+                }};
 }
 
 void check_gpt(const std::string& name, const nn::GPTConfig& config) {
@@ -83,6 +107,70 @@ TEST_CASE("a 2-layer GPT (list of heads, dropout) matches gpt.py in PyTorch", "[
 TEST_CASE("a 2-layer GPT with batched attention matches its PyTorch twin", "[gpt]") {
     SECTION("fused attention (the default)") { check_gpt("gpt_batched", tiny(0.0, true)); }
     SECTION("the notebooks' attention ops") { check_gpt("gpt_batched", tiny(0.0, true, /*flash=*/false)); }
+}
+
+TEST_CASE("a GPT built with a user's norm and attention matches its PyTorch twin", "[gpt][extend]") {
+    nn::GPTConfig config = tiny(0.1, false);
+    config.layers = custom_layers();
+    check_gpt("gpt_custom", config);
+    manual_seed(0);
+    nn::GPT model(config);
+    // Arithmetic: embeddings 20*16 + 8*16; per block, Q, K, V with biases
+    // 3*(16*16 + 16), out_proj 16*16 + 16, the MLP 16*64 + 64 + 64*16 + 16,
+    // two RMSNorms 2*16; then ln_f 16 and lm_head 16*20 + 20.
+    CHECK(model.num_parameters() == 320 + 128 + 2 * (816 + 272 + 2128 + 32) + 16 + 340);
+    CHECK(model.blocks->at<nn::Block>(0)->ln1->type_name() == "RMSNorm");
+    CHECK(model.ln_f->type_name() == "RMSNorm");
+    // Its own attention keeps no cache: generate runs without one, the same tokens.
+    model.eval();
+    manual_seed(4);
+    Tensor cached = model.generate(zeros({1, 1}, kInt64), 12);
+    manual_seed(4);
+    require_equal(cached, model.generate(zeros({1, 1}, kInt64), 12, 1.0, {}, nullptr, /*use_cache=*/false));
+}
+
+TEST_CASE("a user's MLP goes in through make_feed_forward, and gpt_init reaches it", "[gpt][extend]") {
+    // A two-layer MLP without the lecture's Sequential: parameters fc.weight, ...
+    struct MLP : nn::Module {
+        MLP(int64_t n_embd) : Module("MLP") {
+            fc = register_module("fc", std::make_shared<nn::Linear>(n_embd, 2 * n_embd));
+            proj = register_module("proj", std::make_shared<nn::Linear>(2 * n_embd, n_embd));
+        }
+        Tensor forward(const Tensor& x) override { return proj->forward(gelu(fc->forward(x))); }
+        std::shared_ptr<nn::Linear> fc, proj;
+    };
+    nn::GPTConfig config = tiny(0.0, true);
+    config.layers.make_feed_forward = [](int64_t n_embd, double) { return std::make_shared<MLP>(n_embd); };
+    manual_seed(0);
+    nn::GPT model(config);
+    Tensor w = model.blocks->at<nn::Block>(1)->ffwd->named_parameters()[0].second;
+    CHECK(w.shape() == Shape{32, 16});
+    // gpt.py's init draws N(0, 0.02); PyTorch's default, U(-1/4, 1/4) for 16
+    // inputs, would have a standard deviation of 0.144.
+    CHECK(std::sqrt(var(w).item()) == Approx(0.02).margin(0.003));
+    Tensor loss = model.forward(randint(0, 20, {2, 8}), randint(0, 20, {2, 8})).loss;
+    loss.backward();
+    CHECK(w.grad().defined());
+}
+
+TEST_CASE("a Block names the factory or layer that broke it", "[gpt][extend][errors]") {
+    nn::BlockLayers no_norm{.make_norm = [](int64_t) { return std::shared_ptr<nn::Module>(); }};
+    CHECK_THROWS_WITH(nn::Block(16, 2, 8, 0.0, false, false, no_norm),
+                      Catch::Contains("[Block]") && Catch::Contains("make_norm") && Catch::Contains("ln1"));
+    nn::GPTConfig config = tiny(0.0, false);
+    config.layers = no_norm;
+    CHECK_THROWS_AS(nn::GPT(config), ValueError);
+    // An attention that sums its channels away, (B,T,C) -> (B,T,1), would
+    // broadcast into the residual sum without the block's check.
+    struct Squash : nn::Module {
+        Squash() : Module("Squash") {}
+        Tensor forward(const Tensor& x) override { return x.sum(-1, true); }
+    };
+    nn::Block block(16, 2, 8, 0.0, false, false,
+                    {.make_attention = [](const nn::AttentionConfig&) { return std::make_shared<Squash>(); }});
+    CHECK_THROWS_WITH(block.forward(zeros({2, 4, 16})), Catch::Contains("[Block]") && Catch::Contains("sa (Squash)") &&
+                                                            Catch::Contains("(2,4,1)") && Catch::Contains("(2,4,16)"));
+    CHECK_THROWS_AS(block.forward(zeros({2, 4, 16})), ShapeError);
 }
 
 TEST_CASE("the lecture's 10.8M-parameter GPT is built with PyTorch's parameters, bit for bit", "[gpt]") {

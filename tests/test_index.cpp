@@ -1,4 +1,4 @@
-// cat, stack, chunk, split, tril, triu, index_select, embedding
+// cat, stack, chunk, split, tril, triu, index_select, repeat_interleave, embedding
 // (core/ops/index.cpp, core/tensor/view.cpp) against PyTorch, with gradient checks.
 #include <catch2/catch.hpp>
 
@@ -41,6 +41,10 @@ TEST_CASE("joining, splitting and picking match PyTorch's values and gradients",
         {"index_select.dim0", [idx](V in) { return index_select(in[0], 0, idx); }},
         {"index_select.dim1", [idx](V in) { return in[0].index_select(1, idx); }},
         {"embedding", [tok](V in) { return embedding(tok, in[0]); }},
+        {"repeat_interleave.last", [](V in) { return in[0].repeat_interleave(2, -1); }},
+        {"repeat_interleave.dim0", [](V in) { return repeat_interleave(in[0], 3, 0); }},
+        {"repeat_interleave.flat", [](V in) { return in[0].repeat_interleave(2); }},
+        {"repeat_interleave.zero", [](V in) { return repeat_interleave(in[0], 0, 1); }},
     };
     // clang-format on
     for (const auto& [name, op] : cases) {
@@ -83,4 +87,13 @@ TEST_CASE("joining and picking reject bad arguments", "[index][errors]") {
     CHECK_THROWS_AS(embedding(tensor({1}), ones({5})), ShapeError);
     CHECK_THROWS_AS(split(ones({6}), Shape{1, 2}), ShapeError);
     CHECK_THROWS_AS(ones({6}).chunk(0), ValueError);
+    CHECK_THROWS_WITH(repeat_interleave(ones({2, 3}), -1),
+                      Catch::Contains("[repeat_interleave]") && Catch::Contains("-1") && Catch::Contains("(2,3)"));
+    CHECK_THROWS_AS(repeat_interleave(ones({2, 3}), 2, 2), IndexError);
+    CHECK_THROWS_AS(repeat_interleave(scalar_tensor(1.0), 2, 0), IndexError);
+}
+
+TEST_CASE("repeat_interleave repeats each entry in a row, and integers too", "[index]") {
+    require_equal(repeat_interleave(tensor({3, 7}), 3), tensor({3, 3, 3, 7, 7, 7}));
+    require_equal(scalar_tensor(2.5).repeat_interleave(2), tensor({2.5f, 2.5f})); // 0-d: flattened first
 }

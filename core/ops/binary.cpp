@@ -1,5 +1,5 @@
-// Arithmetic: add, sub, mul, div, pow; tensor with tensor (broadcast) and with
-// scalars; the in-place forms; the operators.
+// Arithmetic: add, sub, mul, div, pow, outer; tensor with tensor (broadcast)
+// and with scalars; the in-place forms; the operators.
 //
 // Result dtypes follow PyTorch: tensor-tensor ops promote (int64 + float32 is
 // float32), a floating scalar lifts an integer tensor to float32, and div is
@@ -221,6 +221,50 @@ Tensor pow(const Tensor& x, Scalar exponent) {
         });
     }
     return out;
+}
+
+Tensor pow(Scalar base, const Tensor& exponent) {
+    DType dtype = base.result_type(exponent.dtype());
+    if (dtype == kBool) dtype = kInt64;
+    Tensor out = empty(exponent.shape(), dtype);
+    Tensor ce = converted(exponent, dtype);
+    dispatch_numeric(dtype, "pow", [&]<typename T>(TypeTag<T>) {
+        if constexpr (std::is_integral_v<T>) {
+            // An integer to a negative power truncates towards 0, as PyTorch's
+            // integer pow does: 1 stays 1, -1 alternates, anything else is 0.
+            int64_t b = base.to<int64_t>();
+            map_unary<T, T>(out, ce, [b](T p) {
+                if (p >= 0) return int_pow(b, p);
+                return b == 1 ? T(1) : b == -1 ? T(p % 2 != 0 ? -1 : 1) : T(0);
+            });
+        } else {
+            T b = base.to<T>();
+            map_unary<T, T>(out, ce, [b](T p) { return std::pow(b, p); });
+        }
+    });
+    // forward: out = b^e, so de = dout * b^e ln b = dout * (out * ln b). For
+    // b = 0, ln b = -inf: PyTorch gives 0 where e >= 0 (0^e is flat there
+    // from the right), and so does ember.
+    if (needs_grad(exponent)) {
+        double b = base.to_double();
+        attach(out, "PowBackward2", {exponent},
+               [b, y = SavedTensor(out), e = SavedTensor(b == 0 ? exponent : Tensor())](const Tensor& dout) -> Grads {
+                   Tensor slope = mul(y.get(), std::log(b)); // out * ln b
+                   if (b == 0) slope = masked_fill(slope, ge(e.get(), 0), 0);
+                   return {mul(dout, slope)};
+               });
+    }
+    return out;
+}
+
+// ---- outer --------------------------------------------------------------------------------------
+
+Tensor outer(const Tensor& a, const Tensor& b) {
+    if (a.dim() != 1 || b.dim() != 1)
+        fail<ShapeError>("outer", "expects two 1-D tensors, got a ", a.shape(), " and b ", b.shape());
+    // out[i, j] = a[i] * b[j]: a as a column (N,1) times b (M), broadcast to
+    // (N,M). PyTorch writes it the same way, so its node is mul's.
+    return mul(a.reshape({a.size(0), 1}), b);
 }
 
 // ---- in-place forms -----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-// Joining and picking: cat, stack, tril, triu, index_select, embedding.
+// Joining and picking: cat, stack, tril, triu, index_select, repeat_interleave,
+// embedding.
 //
 // cat copies each input into its slice of the result, and its backward hands
 // each input its slice of dout back. index_select gathers entries along a dim;
@@ -192,6 +193,22 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
                    return {index_add_backward(dout, is.get(), d, in), Tensor()};
                });
     return out;
+}
+
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim) {
+    if (repeats < 0)
+        fail<ValueError>("repeat_interleave", "repeats must be non-negative, got ", repeats, " (input ", x.shape(),
+                         ")");
+    if (!dim) return repeat_interleave(x.reshape({-1}), repeats, 0); // no dim: over the flattened input
+    if (x.dim() == 0) fail<IndexError>("repeat_interleave", "cannot repeat along dim ", *dim, " of a 0-d tensor");
+    int64_t d = wrap_dim(*dim, x.dim(), "repeat_interleave");
+    // Each entry along d, `repeats` times in a row: index_select with the
+    // index [0, 0, 1, 1, 2, 2] (repeats 2), whose entry i is i / repeats.
+    // PyTorch does the same, so the node is IndexSelectBackward0.
+    Tensor index = empty({x.size(d) * repeats}, kInt64);
+    int64_t* p = index.data_ptr<int64_t>();
+    for (int64_t i = 0; i < index.numel(); ++i) p[i] = i / repeats;
+    return index_select(x, d, index);
 }
 
 Tensor embedding(const Tensor& input, const Tensor& weight) {

@@ -70,6 +70,10 @@ Tensor div(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, Scalar b);
 Tensor div(Scalar a, const Tensor& b);
 Tensor pow(const Tensor& x, Scalar exponent);
+// base^exponent elementwise: torch.pow(10000.0, t), Python's 10000.0 ** t.
+Tensor pow(Scalar base, const Tensor& exponent);
+// a (N) and b (M) -> (N,M) with out[i][j] = a[i] * b[j] (torch.outer).
+Tensor outer(const Tensor& a, const Tensor& b);
 Tensor neg(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
@@ -80,6 +84,9 @@ Tensor relu(const Tensor& x);
 // approximate: "none" for the exact erf form, "tanh" for GPT-2's tanh form.
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 Tensor abs(const Tensor& x);
+// In radians; the angles of sinusoidal and rotary position embeddings.
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
 
 // Comparisons give bool masks.
 Tensor eq(const Tensor& a, const Tensor& b);
@@ -215,6 +222,9 @@ Tensor tril(const Tensor& x, int64_t diagonal = 0);
 Tensor triu(const Tensor& x, int64_t diagonal = 0);
 // The entries of x at `index` (1-D int64) along dim.
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+// Each entry of x `repeats` times in a row along dim ([a, b] -> [a, a, b, b]);
+// without dim, over the flattened x (torch.repeat_interleave).
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt);
 // Rows of weight (V,C) picked by input (any shape, int64): (*input.shape, C).
 Tensor embedding(const Tensor& input, const Tensor& weight);
 

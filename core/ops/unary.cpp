@@ -1,5 +1,5 @@
 // Elementwise functions of one tensor: neg, exp, log, sqrt, tanh, sigmoid,
-// relu, gelu, abs.
+// relu, gelu, abs, sin, cos.
 //
 // Transcendental functions compute in the input's floating dtype (an integer
 // input gives float32, as in PyTorch). Each backward is one fused elementwise
@@ -135,6 +135,28 @@ Tensor abs(const Tensor& x) {
                 using T = decltype(g);
                 return g * T((xv > 0) - (xv < 0));
             })};
+        });
+    return out;
+}
+
+// ---- sin, cos (the angles of sinusoidal and rotary position embeddings) --------------------
+
+Tensor sin(const Tensor& x) {
+    Tensor out = float_unary("sin", x, [](auto v) { return std::sin(v); });
+    // forward: out = sin x, so dx = dout * cos x.
+    if (needs_grad(x))
+        attach(out, "SinBackward0", {x}, [xs = SavedTensor(x)](const Tensor& dout) -> Grads {
+            return {grad_map(dout, xs.get(), [](auto g, auto xv) { return g * std::cos(xv); })};
+        });
+    return out;
+}
+
+Tensor cos(const Tensor& x) {
+    Tensor out = float_unary("cos", x, [](auto v) { return std::cos(v); });
+    // forward: out = cos x, so dx = dout * -sin x.
+    if (needs_grad(x))
+        attach(out, "CosBackward0", {x}, [xs = SavedTensor(x)](const Tensor& dout) -> Grads {
+            return {grad_map(dout, xs.get(), [](auto g, auto xv) { return g * -std::sin(xv); })};
         });
     return out;
 }

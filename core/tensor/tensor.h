@@ -199,6 +199,8 @@ public:
     Tensor relu() const;
     Tensor abs() const;
     Tensor neg() const;
+    Tensor sin() const;
+    Tensor cos() const;
     Tensor sum() const;
     Tensor sum(int64_t dim, bool keepdim = false) const;
     Tensor sum(const Shape& dims, bool keepdim = false) const;
@@ -220,6 +222,7 @@ public:
     Tensor tril(int64_t diagonal = 0) const;
     Tensor triu(int64_t diagonal = 0) const;
     Tensor index_select(int64_t dim, const Tensor& index) const;
+    Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
 
 private:
     const TensorImpl& checked() const {

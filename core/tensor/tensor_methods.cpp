@@ -15,6 +15,8 @@ Tensor Tensor::sigmoid() const { return ember::sigmoid(*this); }
 Tensor Tensor::relu() const { return ember::relu(*this); }
 Tensor Tensor::abs() const { return ember::abs(*this); }
 Tensor Tensor::neg() const { return ember::neg(*this); }
+Tensor Tensor::sin() const { return ember::sin(*this); }
+Tensor Tensor::cos() const { return ember::cos(*this); }
 Tensor Tensor::sum() const { return ember::sum(*this); }
 Tensor Tensor::sum(int64_t dim, bool keepdim) const { return ember::sum(*this, dim, keepdim); }
 Tensor Tensor::sum(const Shape& dims, bool keepdim) const { return ember::sum(*this, dims, keepdim); }
@@ -36,5 +38,8 @@ Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const { return embe
 Tensor Tensor::tril(int64_t diagonal) const { return ember::tril(*this, diagonal); }
 Tensor Tensor::triu(int64_t diagonal) const { return ember::triu(*this, diagonal); }
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return ember::index_select(*this, dim, index); }
+Tensor Tensor::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) const {
+    return ember::repeat_interleave(*this, repeats, dim);
+}
 
 } // namespace ember
