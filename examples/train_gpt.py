@@ -5,10 +5,9 @@ With the same seed it draws the same weights and batches as ember's
 train_gpt, so the two print the same losses (tests/test_train_gpt.cpp
 compares ember's first 10 training losses with this script's, stored as
 fixtures by tests/fixtures/fx_train.py). Run it to compare speed or losses,
-here on tiny Shakespeare saved as tinyshakespeare.txt (docs/training.md
-says where to download it):
+here on tiny Shakespeare (data/tinyshakespeare.txt, docs/training.md):
 
-    /usr/bin/python3 examples/train_gpt.py --preset blocks --data tinyshakespeare.txt
+    /usr/bin/python3 examples/train_gpt.py --preset blocks --data data/tinyshakespeare.txt
 
 Needs Debian's python3-torch. The models are the lecture's stages
 (examples/train/model.h) and tests/fixtures/torch_models.py's GPT.
