@@ -28,6 +28,9 @@ const std::vector<OpCase>& cases() {
         {"composite", [](V in) { return sqrt(exp(sigmoid(in[0]) * tanh(in[0]))); }},
         {"int.exp", [](V in) { return exp(in[0]); }},
         {"int.neg_abs_relu", [](V in) { return abs(-in[0]) - relu(in[0]); }},
+        {"reciprocal", [](V in) { return reciprocal(in[0]); }},
+        {"reciprocal.float64", [](V in) { return reciprocal(in[0]); }},
+        {"int.reciprocal", [](V in) { return reciprocal(in[0]); }},
     };
     return all;
 }
