@@ -87,11 +87,11 @@ TEST_CASE("tiny Shakespeare ships whole", "[train_gpt][data]") {
 TEST_CASE("on tiny Shakespeare, train_gpt's first losses match its PyTorch twin's", "[train_gpt][data]") {
     const Fixtures& f = fixtures("train");
     const std::string data = std::string(EMBER_DATA_DIR) + "/tinyshakespeare.txt";
-    for (const char* preset : {"bigram"}) {
+    for (const char* preset : {"bigram", "embed", "head", "multihead", "ffwd"}) {
         DYNAMIC_SECTION(preset) {
             std::string dir = scratch_dir(std::string("shakespeare_") + preset);
             CommandResult r = run("--data " + data + " --preset " + preset +
-                                  " --max-iters 10 --eval-iters 20 --sample-tokens 20 --out " + dir);
+                                  " --max-iters 10 --eval-iters 2 --sample-tokens 20 --out " + dir);
             INFO(r.out);
             REQUIRE(r.status == 0);
             CHECK(r.out.find("vocabulary of 65") != std::string::npos);
