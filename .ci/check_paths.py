@@ -11,7 +11,7 @@ working tree with new files.
 (a) Paths named in docs and comments exist. Checked: Markdown files (all of
 their text), and the comments of C/C++ (.h .hpp .c .cc .cpp), Python (comments
 and docstrings), meson and shell files. A path is checked when it
-  * starts with a top-level folder (core/ nn/ tests/ docs/ examples/ bench/):
+  * starts with a top-level folder (core/ nn/ tests/ docs/ examples/ bench/ data/):
     relative to the repository's root, wherever it is written;
   * starts with ../ : relative to the folder of the file that names it;
   * is the target of a Markdown link or image (`[x](tensor.md#views)`):
@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tokenize
 
-TOP_FOLDERS = ("core", "nn", "tests", "docs", "examples", "bench")
+TOP_FOLDERS = ("core", "nn", "tests", "docs", "examples", "bench", "data")
 # Bare names checked as top-level files: today's, so that a mention fails
 # when one of them is renamed or removed.
 TOP_FILES = ("README.md", "ember.h", "meson.build", "meson_options.txt", "LICENSE")

@@ -47,12 +47,17 @@ int main() {
     // So the heads can go in a dim of their own: (B, 2, T, C), one call.
     Tensor qs = stack({q1, q2}, 1), ks = stack({k1, k2}, 1), vs = stack({v1, v2}, 1);
     Tensor heads2 = head(qs, ks, vs); // (B,2,T,C)
-    // heads2[1] is batch element 1, not head 1: comparing it with head 1 is the seed's trap.
-    std::cout << "heads2[1] is head 1? "
-              << py_bool(allclose(heads.index({Slice(), Slice(), Slice(C, None)}), heads2[1])) << "\n";
-    // Merging heads: move the head dim next to the channels first.
+    // heads2 is (B,2,T,C): heads2[1] is batch element 1, not head 1, which is
+    // why the notebook's comparison prints False; head 1 is heads2[:, 1].
+    Tensor head1 = heads.index({Slice(), Slice(), Slice(C, None)}); // (B,T,C)
+    std::cout << "heads2[1] is head 1? " << py_bool(allclose(head1, heads2[1])) << "\n";
+    std::cout << "heads2[:, 1] is head 1? " << py_bool(allclose(head1, heads2.select(1, 1))) << "\n";
+    // Merging heads: move the head dim next to the channels first. Without the
+    // transpose, reshape reads (B,2,T,C) in memory order: rows of one head land
+    // where the channels of one token belong.
     std::cout << "transpose, then reshape: " << py_bool(allclose(heads, heads2.transpose(1, 2).reshape({B, T, 2 * C})))
               << "\n";
+    std::cout << "reshape without the transpose: " << py_bool(allclose(heads, heads2.reshape({B, T, 2 * C}))) << "\n";
     Tensor x = stack({ones({B * T * C}).view({B, T, C}), ones({B * T * C}).view({B, T, C}) * 2.0}, 1);
     std::cout << x.transpose(1, 2).reshape({B, T, C * 2}) << "\n\n";
 

@@ -50,7 +50,8 @@ int main() {
     Tensor wei3 = matmul(query3(x3), key3(x3).transpose(-2, -1));
     wei3 = softmax(wei3.masked_fill(tril(ones({8, 8})) == 0, -INFINITY), -1);
     Tensor out3 = matmul(wei3, value3(x3));
-    std::cout << "seed 002: " << torch_size(out3.shape()) << " " << torch_size(wei3.shape()) << "\n\n";
+    std::cout << "the self-attention walkthrough, seed 3333: " << torch_size(out3.shape()) << " "
+              << torch_size(wei3.shape()) << "\n\n";
 
     // The layer: nn::Head(n_embd, head_size, block_size, dropout), scaled.
     manual_seed(1337);

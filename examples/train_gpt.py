@@ -5,10 +5,9 @@ With the same seed it draws the same weights and batches as ember's
 train_gpt, so the two print the same losses (tests/test_train_gpt.cpp
 compares ember's first 10 training losses with this script's, stored as
 fixtures by tests/fixtures/fx_train.py). Run it to compare speed or losses,
-here on tiny Shakespeare saved as tinyshakespeare.txt (docs/training.md
-says where to download it):
+here on tiny Shakespeare (data/tinyshakespeare.txt, docs/training.md):
 
-    /usr/bin/python3 examples/train_gpt.py --preset blocks --data tinyshakespeare.txt
+    /usr/bin/python3 examples/train_gpt.py --preset blocks --data data/tinyshakespeare.txt
 
 Needs Debian's python3-torch. The models are the lecture's stages
 (examples/train/model.h) and tests/fixtures/torch_models.py's GPT.
@@ -196,6 +195,7 @@ class StageModel(nn.Module):
         self.token_embedding_table = nn.Embedding(vocab_size, n_embd)
         self.position_embedding_table = nn.Embedding(block_size, n_embd)
         self.ffwd = None
+        self.middle = None
         if stage == "head":
             self.sa_head = Head(n_embd, n_embd, block_size, 0.0)
             self.middle = self.sa_head
@@ -204,7 +204,7 @@ class StageModel(nn.Module):
             self.middle = self.sa_heads
             if stage == "ffwd":
                 self.ffwd = FirstFeedForward(n_embd)
-        else:
+        elif stage == "blocks":
             self.blocks = nn.Sequential(*[ResidualBlock(n_embd, n_head, block_size) for _ in range(n_layer)])
             self.middle = self.blocks
         self.lm_head = nn.Linear(n_embd, vocab_size)
@@ -212,7 +212,8 @@ class StageModel(nn.Module):
     def forward(self, idx):
         T = idx.shape[1]
         x = self.token_embedding_table(idx) + self.position_embedding_table(torch.arange(T))
-        x = self.middle(x)
+        if self.middle is not None:
+            x = self.middle(x)
         if self.ffwd is not None:
             x = self.ffwd(x)
         return self.lm_head(x)
@@ -239,6 +240,7 @@ PRESETS = {
     "lecture": dict(stage="gpt", block_size=256, n_embd=384, n_head=6, n_layer=6, dropout=0.2, gpt_init=True,
                     batch_size=64, lr=3e-4, max_iters=5000, eval_interval=500, eval_iters=200),
 }
+PRESETS["embed"] = dict(PRESETS["bigram"], stage="embed")
 for _stage in ("head", "multihead", "ffwd", "blocks", "layernorm"):
     PRESETS[_stage] = dict(stage=_stage, block_size=8, n_embd=32, n_head=1 if _stage == "head" else 4, n_layer=3,
                            dropout=0.0, gpt_init=False, batch_size=32, lr=1e-3, max_iters=5000, eval_interval=500,

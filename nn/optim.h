@@ -24,7 +24,10 @@ public:
     // parameter unused by the next loss then gets no update from step().
     void zero_grad();
     const std::vector<Tensor>& params() const { return params_; }
-    // The per-parameter state ("0.exp_avg", "step", ...) and its restoration.
+    // The per-parameter state, keyed "<i>.<name>" with i the parameter's index
+    // in params() (AdamW: "0.step", "0.exp_avg", "0.exp_avg_sq", ...; SGD:
+    // "0.momentum_buffer"), as PyTorch's state_dict()["state"][i][name]; and
+    // its restoration.
     virtual nn::StateDict state_dict() const = 0;
     virtual void load_state_dict(const nn::StateDict& state) = 0;
 

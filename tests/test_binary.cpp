@@ -52,6 +52,8 @@ const std::vector<OpCase>& cases() {
         {"int.pow_float_base", [](V in) { return pow(2.5, in[0]); }},
         {"outer", [](V in) { return outer(in[0], in[1]); }},
         {"outer.int_float", [](V in) { return outer(in[0], in[1]); }},
+        {"rdiv.scalar_10", [](V in) { return 10.0 / in[0]; }},
+        {"rdiv.int", [](V in) { return 10 / in[0]; }},
     };
     return all;
 }
@@ -117,6 +119,21 @@ TEST_CASE("scalar division divides by the scalar rounded to the tensor's dtype",
     CHECK(p[0] == 1.0f / 3.0f);
     CHECK(p[1] == 2.0f / 3.0f);
     CHECK(p[2] == 10.0f / 3.0f);
+}
+
+TEST_CASE("a number divided by a tensor is PyTorch's reciprocal times the number", "[binary]") {
+    // Python's 10.0 / f runs f.reciprocal() * 10.0 (torch.Tensor.__rtruediv__):
+    // two roundings, whose bits differ from a true division's for 23 of
+    // these 64 values; and the graph records PyTorch's two nodes.
+    const Fixtures& f = fixtures("binary");
+    Tensor x = f.tensor("rdiv.scalar_10.in0").requires_grad_();
+    Tensor y = 10.0 / x;
+    require_equal(y.detach(), f.tensor("rdiv.scalar_10.out"), "10.0 / x, bit for bit");
+    CHECK(y.grad_fn()->name() == "MulBackward0");
+    REQUIRE(y.grad_fn()->next_functions().size() == 1);
+    CHECK(y.grad_fn()->next_functions()[0]->name() == "ReciprocalBackward0");
+    CHECK(div(10.0, x).grad_fn()->name() == "MulBackward0");
+    CHECK((x / 10.0).grad_fn()->name() == "DivBackward0"); // a tensor divided by a number stays a division
 }
 
 TEST_CASE("integer arithmetic wraps on overflow instead of undefined behaviour", "[binary]") {

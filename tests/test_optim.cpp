@@ -96,6 +96,26 @@ TEST_CASE("an optimiser's saved state continues a run exactly", "[optim]") {
     require_equal(run(3, true), run(3, false));
 }
 
+TEST_CASE("an optimiser's state is keyed by parameter index and PyTorch's names", "[optim]") {
+    // PyTorch: optimizer.state_dict()["state"] == {0: {"step", "exp_avg", "exp_avg_sq"}, ...},
+    // holding only the parameters that have been updated (here b has no gradient).
+    Tensor a = ones({2}).requires_grad_(), b = ones({3}).requires_grad_(), c = ones({1}).requires_grad_();
+    sum(a * 2 + 1).backward();
+    sum(c * 3).backward();
+    optim::AdamW adamw({a, b, c});
+    adamw.step();
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : adamw.state_dict()) keys.push_back(key);
+    CHECK(keys ==
+          std::vector<std::string>{"0.step", "0.exp_avg", "0.exp_avg_sq", "2.step", "2.exp_avg", "2.exp_avg_sq"});
+    CHECK(adamw.state_dict().at("2.step").item<int64_t>() == 1);
+    optim::SGD sgd({a, b, c}, {.momentum = 0.9});
+    sgd.step();
+    keys.clear();
+    for (const auto& [key, value] : sgd.state_dict()) keys.push_back(key);
+    CHECK(keys == std::vector<std::string>{"0.momentum_buffer", "2.momentum_buffer"});
+}
+
 TEST_CASE("optimisers reject bad settings and parameters", "[optim][errors]") {
     Tensor p = zeros({2}).requires_grad_();
     CHECK_THROWS_AS(optim::SGD({}, {}), ValueError);

@@ -1,7 +1,9 @@
 // train_gpt (examples/train_gpt.cpp): its first training losses match its
 // PyTorch twin's (examples/train_gpt.py) on the generated play; a resumed
 // run and a run interrupted with Ctrl-C continue exactly; bad input exits
-// with status 2 and a clear message, losing nothing saved.
+// with status 2 and a clear message, losing nothing saved. Also: tiny
+// Shakespeare (data/tinyshakespeare.txt) is whole, and the lecture's stages
+// start on it as the twin's do.
 #include <catch2/catch.hpp>
 
 #include <csignal>
@@ -69,6 +71,41 @@ TEST_CASE("the generated corpus is the one the PyTorch twin generates", "[train_
     CHECK(static_cast<int64_t>(text.size()) == f.tensor("corpus.length").item<int64_t>());
     CHECK(static_cast<int64_t>(train::fingerprint(text)) == f.tensor("corpus.fingerprint").item<int64_t>());
     CHECK(text.substr(0, 300) == f.text("corpus.head"));
+}
+
+TEST_CASE("tiny Shakespeare ships whole", "[train_gpt][data]") {
+    // data/tinyshakespeare.txt: the lecture's text, byte for byte (size, first line,
+    // vocabulary, and its FNV-1a fingerprint computed in Python).
+    std::string text = read_file(std::string(EMBER_DATA_DIR) + "/tinyshakespeare.txt");
+    REQUIRE(text.size() == 1115394);
+    CHECK(text.rfind("First Citizen:\nBefore we proceed any further, hear me speak.\n", 0) == 0);
+    CHECK(train::Vocab::from_text(text).chars() ==
+          "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz");
+    CHECK(train::fingerprint(text) == 0x8c00862c831d9e7aull);
+}
+
+TEST_CASE("on tiny Shakespeare, train_gpt's first losses match its PyTorch twin's", "[train_gpt][data]") {
+    const Fixtures& f = fixtures("train");
+    const std::string data = std::string(EMBER_DATA_DIR) + "/tinyshakespeare.txt";
+    for (const char* preset : {"bigram", "embed", "head", "multihead", "ffwd"}) {
+        DYNAMIC_SECTION(preset) {
+            std::string dir = scratch_dir(std::string("shakespeare_") + preset);
+            CommandResult r = run("--data " + data + " --preset " + preset +
+                                  " --max-iters 10 --eval-iters 2 --sample-tokens 20 --out " + dir);
+            INFO(r.out);
+            REQUIRE(r.status == 0);
+            CHECK(r.out.find("vocabulary of 65") != std::string::npos);
+            CHECK(r.out.find("expected starting loss ln(65) = 4.1744") != std::string::npos);
+            const std::string key = std::string("shakespeare.") + preset;
+            require_close(from_vector(csv_column(dir + "/losses.csv", 1), {}, kFloat64), f.tensor(key + ".step_losses"),
+                          {0, 1e-4}, "training losses");
+            std::vector<double> val = csv_column(dir + "/losses.csv", 3);
+            std::string last = r.out.substr(r.out.rfind("final: "));
+            val.push_back(std::stod(last.substr(last.find("val_loss=") + 9)));
+            require_close(from_vector(val, {}, kFloat64), f.tensor(key + ".eval_val"), {0, 2e-4}, "val losses");
+            fs::remove_all(dir);
+        }
+    }
 }
 
 TEST_CASE("train_gpt's first 10 losses match its PyTorch twin's", "[train_gpt]") {

@@ -65,6 +65,9 @@ const std::vector<OpCase>& cases() {
         {"int.sin_cos", [](V in) { return in[0].sin() + in[0].cos(); }},
         {"rotary.half", [](V in) { return rope_half(in[0]); }},
         {"rotary.interleaved", [](V in) { return rope_interleaved(in[0]); }},
+        {"reciprocal", [](V in) { return reciprocal(in[0]); }},
+        {"reciprocal.float64", [](V in) { return reciprocal(in[0]); }},
+        {"int.reciprocal", [](V in) { return reciprocal(in[0]); }},
     };
     return all;
 }

@@ -155,14 +155,10 @@ Tensor div(const Tensor& a, Scalar b) {
 }
 
 Tensor div(Scalar a, const Tensor& b) {
-    Tensor out = scalar_kernel(b, a, true_div_type(a.result_type(b.dtype())), [](auto x, auto y) { return y / x; });
-    // forward: out = a / b, so db = -dout * a / b^2 = -dout * out / b.
-    if (needs_grad(b))
-        attach(out, "DivBackward0", {b},
-               [out_saved = SavedTensor(out), b_saved = SavedTensor(b)](const Tensor& dout) -> Grads {
-                   return {neg(div(mul(dout, out_saved.get()), b_saved.get()))};
-               });
-    return out;
+    // PyTorch's Tensor.__rtruediv__ is `self.reciprocal() * other`: two
+    // roundings instead of one, and the nodes MulBackward0 and
+    // ReciprocalBackward0, which ember records too.
+    return mul(reciprocal(b), a);
 }
 
 // ---- pow ------------------------------------------------------------------------------------

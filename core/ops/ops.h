@@ -68,6 +68,9 @@ Tensor mul(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, Scalar b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, Scalar b);
+// Python's `a / b` for a number a: b.reciprocal() * a, as torch.Tensor.__rtruediv__
+// computes it (so `10.0 / f` records MulBackward0 over ReciprocalBackward0, and
+// rounds twice, as PyTorch does).
 Tensor div(Scalar a, const Tensor& b);
 Tensor pow(const Tensor& x, Scalar exponent);
 // base^exponent elementwise: torch.pow(10000.0, t), Python's 10000.0 ** t.
@@ -78,6 +81,7 @@ Tensor neg(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
+Tensor reciprocal(const Tensor& x); // 1 / x, in x's floating dtype (float32 for integers)
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);

@@ -1,5 +1,5 @@
-// Elementwise functions of one tensor: neg, exp, log, sqrt, tanh, sigmoid,
-// relu, gelu, abs, sin, cos.
+// Elementwise functions of one tensor: neg, exp, log, sqrt, reciprocal, tanh,
+// sigmoid, relu, gelu, abs, sin, cos.
 //
 // Transcendental functions compute in the input's floating dtype (an integer
 // input gives float32, as in PyTorch). Each backward is one fused elementwise
@@ -88,6 +88,17 @@ Tensor sqrt(const Tensor& x) {
     if (needs_grad(x))
         attach(out, "SqrtBackward0", {x}, [y = SavedTensor(out)](const Tensor& dout) -> Grads {
             return {grad_map(dout, y.get(), [](auto g, auto yv) { return g / (2 * yv); })};
+        });
+    return out;
+}
+
+Tensor reciprocal(const Tensor& x) {
+    Tensor out = float_unary("reciprocal", x, [](auto v) { return decltype(v)(1) / v; });
+    // forward: out = 1 / x, so dx = -dout / x^2 = -dout * out^2 (PyTorch's order:
+    // -dout times out*out).
+    if (needs_grad(x))
+        attach(out, "ReciprocalBackward0", {x}, [y = SavedTensor(out)](const Tensor& dout) -> Grads {
+            return {grad_map(dout, y.get(), [](auto g, auto yv) { return -g * (yv * yv); })};
         });
     return out;
 }

@@ -11,6 +11,7 @@ using namespace ember;
 const char* stage_name(Stage stage) {
     switch (stage) {
     case Stage::Bigram: return "bigram";
+    case Stage::Embed: return "embed";
     case Stage::Head: return "head";
     case Stage::MultiHead: return "multihead";
     case Stage::FeedForward: return "ffwd";
@@ -22,11 +23,13 @@ const char* stage_name(Stage stage) {
 }
 
 Stage stage_from_name(const std::string& name) {
-    for (Stage s : {Stage::Bigram, Stage::Head, Stage::MultiHead, Stage::FeedForward, Stage::Blocks, Stage::LayerNorm,
-                    Stage::GPT})
+    for (Stage s : {Stage::Bigram, Stage::Embed, Stage::Head, Stage::MultiHead, Stage::FeedForward, Stage::Blocks,
+                    Stage::LayerNorm, Stage::GPT})
         if (name == stage_name(s)) return s;
     throw std::invalid_argument("unknown model stage \"" + name + "\"");
 }
+
+bool has_attention(Stage stage) { return stage != Stage::Bigram && stage != Stage::Embed; }
 
 namespace {
 
@@ -84,7 +87,7 @@ public:
 };
 
 // The stages between bigram and LayerNorm: embeddings, then the stage's
-// middle, then lm_head.
+// middle (none for embed), then lm_head.
 class StageModel : public nn::Module {
 public:
     explicit StageModel(const ModelConfig& c) : Module("BigramLanguageModel"), block_size(c.block_size) {
@@ -93,6 +96,7 @@ public:
         position_embedding_table =
             register_module("position_embedding_table", std::make_shared<nn::Embedding>(c.block_size, c.n_embd));
         switch (c.stage) {
+        case Stage::Embed: break; // nothing between the embeddings and lm_head
         case Stage::Head:
             middle = register_module("sa_head", std::make_shared<nn::Head>(c.n_embd, c.n_embd, c.block_size, 0.0));
             break;
@@ -119,7 +123,7 @@ public:
     Tensor forward(const Tensor& idx) override {
         const int64_t T = idx.size(1);
         Tensor x = token_embedding_table->forward(idx) + position_embedding_table->forward(arange(T)); // (B,T,C)
-        x = middle->forward(x);
+        if (middle) x = middle->forward(x);
         if (ffwd_net) x = ffwd_net->forward(x);
         return lm_head->forward(x); // (B,T,V)
     }

@@ -4,7 +4,9 @@
 // them alike. The PyTorch twins are in examples/train_gpt.py.
 //
 //   bigram     logits = a (V,V) lookup table: each token predicts the next alone
-//   head       + position embeddings and one self-attention head (hs = n_embd)
+//   embed      token and position embeddings (C channels), then lm_head: still no
+//              look at other tokens
+//   head       + one self-attention head (hs = n_embd)
 //   multihead  n_head heads of n_embd/n_head, concatenated (no projection yet)
 //   ffwd       + a per-token MLP: Linear(C,C), ReLU
 //   blocks     n_layer residual Blocks of attention (with projection) and a 4x MLP
@@ -20,10 +22,12 @@
 
 namespace train {
 
-enum class Stage { Bigram, Head, MultiHead, FeedForward, Blocks, LayerNorm, GPT };
+enum class Stage { Bigram, Embed, Head, MultiHead, FeedForward, Blocks, LayerNorm, GPT };
 
 const char* stage_name(Stage stage);
 Stage stage_from_name(const std::string& name); // throws std::invalid_argument
+// Whether the stage's model attends (and so has heads to draw): not bigram and embed.
+bool has_attention(Stage stage);
 
 struct ModelConfig {
     Stage stage = Stage::GPT;

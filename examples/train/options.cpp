@@ -35,6 +35,14 @@ void apply_preset(Options& o, const std::string& name) {
         o.max_iters = 3000;
         o.eval_interval = 300;
         o.eval_iters = 200;
+    } else if (name == "embed") {
+        // The lecture adds the embeddings with the bigram's settings, before attention.
+        m = {.stage = Stage::Embed, .block_size = 8, .n_embd = 32};
+        o.batch_size = 32;
+        o.lr = 1e-2;
+        o.max_iters = 3000;
+        o.eval_interval = 300;
+        o.eval_iters = 200;
     } else if (name == "head" || name == "multihead" || name == "ffwd" || name == "blocks" || name == "layernorm") {
         Stage stage = name == "head"        ? Stage::Head
                       : name == "multihead" ? Stage::MultiHead
@@ -66,7 +74,8 @@ void apply_preset(Options& o, const std::string& name) {
         o.eval_interval = 500;
         o.eval_iters = 200;
     } else {
-        throw UsageError("unknown preset \"" + name + "\" (bigram, head, multihead, ffwd, blocks, layernorm, lecture)");
+        throw UsageError("unknown preset \"" + name +
+                         "\" (bigram, embed, head, multihead, ffwd, blocks, layernorm, lecture)");
     }
     o.preset = name;
 }
@@ -104,8 +113,8 @@ With no options it trains on a generated default corpus in a few minutes.
 
 data and presets
   --data FILE            train on this text file (default: the generated play)
-  --preset NAME          the lecture's stages: bigram, head, multihead, ffwd, blocks,
-                         layernorm, lecture (the 10.8M-parameter model)
+  --preset NAME          the lecture's stages: bigram, embed, head, multihead, ffwd,
+                         blocks, layernorm, lecture (the 10.8M-parameter model)
 model and training (override the preset)
   --n-embd N  --n-head N  --n-layer N  --block-size N  --dropout P
   --batch-size N  --lr X  --max-iters N  --eval-interval N  --eval-iters N

@@ -78,7 +78,7 @@ void write_results(const Session& s, double final_train, double final_val, doubl
     // validation text, to --attention-map or out/attention.svg.
     std::string written =
         s.checkpoint + ", " + o.out_dir + "/losses.csv, " + o.out_dir + "/loss.svg, " + o.out_dir + "/sample.txt";
-    if (o.model.stage != Stage::Bigram) {
+    if (has_attention(o.model.stage)) {
         Options drawing = o;
         if (drawing.attention_map.empty()) drawing.attention_map = o.out_dir + "/attention.svg";
         std::string val_text = vocab.decode(s.data.val.slice(0, 0, std::min<int64_t>(o.model.block_size, 48)));

@@ -99,8 +99,8 @@ Session start_session(Options o) {
     run.data_name = o.data_path.empty() ? kGeneratedPlay : o.data_path;
     s.data = split_90_10(from_vector(vocab.encode(text)));
     check_lengths(s.data, o.model.block_size);
-    if (!o.attention_map.empty() && o.model.stage == Stage::Bigram)
-        throw UsageError("--attention-map: the bigram model has no attention");
+    if (!o.attention_map.empty() && !has_attention(o.model.stage))
+        throw UsageError(std::string("--attention-map: the ") + stage_name(o.model.stage) + " model has no attention");
 
     // ---- model and optimiser (drawing from the seeded generator, as the lecture) --------
     manual_seed(o.seed);
