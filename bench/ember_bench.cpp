@@ -18,8 +18,9 @@
 //             sequence, with the key/value cache or without it (_nocache)
 //   train_*   a whole training step of the lecture's GPT (forward, cross-entropy,
 //             backward, AdamW) on random tokens: tokens/s and the peak resident
-//             memory of a process that runs only that step; with the fused
-//             attention, GPTConfig's default, or with --unfused the notebooks' ops;
+//             memory of a process that runs only that step; the attention
+//             GPTConfig picks by default (the fused op from T = 32), or with
+//             --unfused the notebooks' ops;
 //             train_lecture_checkpoint recomputes each Block in the backward
 //
 // Times are medians over --repeat runs after one warm-up; "best" is the
@@ -50,7 +51,7 @@ struct Options {
     int threads = 0;      // 0: OpenMP's default
     int repeat = 0;       // 0: each entry's own default
     bool child = false;   // internal: this process runs one train entry for its peak memory
-    bool unfused = false; // train entries: the notebooks' attention ops instead of the fused op (GPTConfig::flash)
+    bool unfused = false; // train and generate entries: the notebooks' attention ops (GPTConfig::flash = false)
 };
 
 struct Timing {
@@ -216,7 +217,7 @@ void bench_train(const Options& o, const TrainConfig& c) {
                    .n_layer = c.n_layer,
                    .dropout = c.dropout,
                    .batched_attention = c.batched,
-                   .flash = !o.unfused,
+                   .flash = o.unfused ? std::optional<bool>(false) : std::nullopt,
                    .checkpoint_blocks = c.checkpoint_blocks});
     optim::AdamW opt(model.parameters(), {.lr = 3e-4});
     Tensor x = randint(0, 65, {c.batch, c.block}), y = randint(0, 65, {c.batch, c.block});
@@ -232,8 +233,9 @@ void bench_train(const Options& o, const TrainConfig& c) {
                 "\"n_layer\":%lld,\"dropout\":%g,\"batched_heads\":%s,\"flash\":%s,\"threads\":%d,\"steps\":%d,"
                 "\"ms_per_step\":%.3f,\"tokens_per_s\":%.0f,\"tokens_per_s_best\":%.0f,\"peak_rss_mb\":%.1f}\n",
                 c.name.c_str(), (long long)c.batch, (long long)c.block, (long long)c.n_embd, (long long)c.n_head,
-                (long long)c.n_layer, c.dropout, c.batched ? "true" : "false", o.unfused ? "false" : "true",
-                get_num_threads(), steps, t.median_s * 1e3, tokens / t.median_s, tokens / t.best_s, peak_rss_mb());
+                (long long)c.n_layer, c.dropout, c.batched ? "true" : "false",
+                model.config.uses_flash() ? "true" : "false", get_num_threads(), steps, t.median_s * 1e3,
+                tokens / t.median_s, tokens / t.best_s, peak_rss_mb());
     std::fflush(stdout);
 }
 
@@ -266,7 +268,7 @@ void bench_generate(const Options& o, const GenerateConfig& c) {
                    .n_head = c.n_head,
                    .n_layer = c.n_layer,
                    .dropout = 0.2,
-                   .flash = !o.unfused});
+                   .flash = o.unfused ? std::optional<bool>(false) : std::nullopt});
     model.eval();
     Timing t = time_it(o.repeat ? o.repeat : 3, [&] {
         manual_seed(42);

@@ -87,7 +87,7 @@ GPT::GPT(const GPTConfig& c) : Module("GPT"), config(c) {
     blocks = register_module("blocks", std::make_shared<Sequential>());
     for (int64_t i = 0; i < c.n_layer; ++i)
         blocks->push_back(std::make_shared<Block>(c.n_embd, c.n_head, c.block_size, c.dropout, c.batched_attention,
-                                                  c.flash, c.layers));
+                                                  c.uses_flash(), c.layers));
     ln_f = register_module("ln_f", c.layers.make_norm ? built(c.layers.make_norm(c.n_embd), "GPT", "make_norm", "ln_f")
                                                       : std::make_shared<LayerNorm>(c.n_embd));
     lm_head = register_module("lm_head", std::make_shared<Linear>(c.n_embd, c.vocab_size));

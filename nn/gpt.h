@@ -64,10 +64,13 @@ struct GPTConfig {
     double dropout = 0.0;
     bool batched_attention = false; // heads in one batched matmul instead of a list of Heads
     // Attention through the fused scaled_dot_product_attention
-    // (docs/flash_attention.md): the same model to rounding, far less memory,
-    // faster from T = 32 up (docs/performance.md). false: the notebooks' ops,
-    // bit for bit with PyTorch 1.13's gpt.py.
-    bool flash = true;
+    // (docs/flash_attention.md): the same model to rounding, and far less
+    // memory. Unset: fused from block_size 32 up, where it trains faster; the
+    // notebooks' ops below, where they do (docs/performance.md has the
+    // measurements). false: the notebooks' ops, bit for bit with PyTorch
+    // 1.13's gpt.py.
+    std::optional<bool> flash;
+    bool uses_flash() const { return flash.value_or(block_size >= 32); }
     // Recompute each Block's activations in the backward instead of keeping
     // them (ember::checkpoint, docs/checkpointing.md): training keeps one
     // (B,T,C) tensor per Block, at the price of running each Block's forward
