@@ -14,7 +14,13 @@ machine falls on all of them alike:
   OpenBLAS   build/bench/openblas_bench (products only; built when Debian's
              libopenblas-dev is installed), at the same thread counts
   PyTorch    bench/torch_bench.py under /usr/bin/python3 (when it imports
-             torch), at 1 and 2 threads; the table uses its better count
+             torch and has the entry), at 1 and 2 threads; the table uses
+             its better count
+
+OpenBLAS picks its kernels for the CPU unless OPENBLAS_CORETYPE names
+others (the table then says so); run with `env -u OPENBLAS_CORETYPE` to let
+it choose. --json appends raw results to a file, and --table prints the
+table of such a file, so a long comparison can run in parts.
 
 A number is the median over rounds of each run's median. The table gives
 GFLOP/s for products and attention, tokens/s and peak resident memory (MB)
@@ -48,7 +54,20 @@ def main():
     parser.add_argument("--repeat", type=int, default=0, help="passed to every peer (0: each entry's default)")
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
     parser.add_argument("--json", help="also append every raw result to this file, one JSON object per line")
+    parser.add_argument("--table", metavar="FILE", help="run nothing: print the table of the raw results in FILE "
+                        "(written by --json, perhaps over several runs)")
     args = parser.parse_args()
+    threads = [int(t) for t in args.threads.split(",")]
+    if args.table:
+        results, names = {}, []
+        for line in open(args.table):
+            run = json.loads(line)
+            results.setdefault((run["name"], run["peer"], run["threads"]), []).append(run)
+            if run["name"] not in names:
+                names.append(run["name"])
+        rounds = max((run["round"] for runs in results.values() for run in runs), default=0) + 1
+        print_table(results, names, threads, any(k[1] == "PyTorch" for k in results), rounds)
+        return
 
     ember = os.path.join(args.build, "bench", "ember_bench")
     if not os.path.exists(ember):
@@ -70,8 +89,10 @@ def main():
         names = [n for n in names if not n.startswith("train_lecture")]
     if not names:
         sys.exit(f"compare.py: no entry matches --only {args.only}")
-    threads = [int(t) for t in args.threads.split(",")]
     extra = ["--repeat", str(args.repeat)] if args.repeat else []
+    torch_script = os.path.join(HERE, "torch_bench.py")
+    torch_names = set(subprocess.run([python, torch_script, "--list"], check=True, stdout=subprocess.PIPE,
+                                     text=True).stdout.split()) if have_torch else set()
 
     results = {}  # (name, peer, threads) -> list of result dicts
     raw = open(args.json, "a") if args.json else None
@@ -79,8 +100,8 @@ def main():
         peers = [("ember", t, [ember]) for t in threads]
         if have_openblas and (name.startswith("mm_") or name.startswith("bmm_")):
             peers += [("OpenBLAS", t, [openblas]) for t in threads]
-        if have_torch:
-            peers += [("PyTorch", t, [python, os.path.join(HERE, "torch_bench.py")]) for t in (1, 2)]
+        if name in torch_names:
+            peers += [("PyTorch", t, [python, torch_script]) for t in (1, 2)]
         for r in range(args.rounds):
             for peer, t, cmd in peers:
                 for line in run_lines(cmd + ["--only", name, "--threads", str(t)] + extra):
@@ -91,6 +112,11 @@ def main():
             print(f"  {name}: round {r + 1}/{args.rounds} done", file=sys.stderr)
     if raw:
         raw.close()
+    print_table(results, names, threads, have_torch, args.rounds)
+
+
+def print_table(results, names, threads, have_torch, rounds):
+    """The markdown table of results[(name, peer, threads)] = [runs]."""
 
     def metric(name, peer, t, key):
         runs = results.get((name, peer, t))
@@ -126,7 +152,11 @@ def main():
             else:
                 row += ["", "", ""]
             print("| " + " | ".join(row) + " |")
-    print(f"\nUnits: GFLOP/s for products and attention, tokens/s for train_* and generate_*; medians of {args.rounds} "
+    coretype = os.environ.get("OPENBLAS_CORETYPE")
+    if coretype:  # OpenBLAS (and PyTorch through it) held to one CPU's kernels
+        print(f"\nOPENBLAS_CORETYPE={coretype} was set: the peers ran OpenBLAS's {coretype} kernels, not those it "
+              "would pick for this CPU.")
+    print(f"\nUnits: GFLOP/s for products and attention, tokens/s for train_* and generate_*; medians of {rounds} "
           "interleaved rounds. Memory ratio: ember's peak RSS as a share of PyTorch's.")
 
 

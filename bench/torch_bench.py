@@ -208,10 +208,14 @@ def main():
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=0)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--list", action="store_true", help="print every entry's name and exit")
     args = parser.parse_args()
     names = [p[0] for p in PRODUCTS] + ["bmm_" + a[0] for a in ATTENTION]
     names += [f"attn_{d}_{a[0]}" for a in ATTENTION for d in ("fwd", "bwd")] + [t[0] for t in TRAIN]
     names += [g[0] for g in GENERATE]
+    if args.list:
+        print("\n".join(names))
+        return
     exact = args.only in names
 
     def selected(name):
