@@ -106,6 +106,7 @@ def main():
             for peer, t, cmd in peers:
                 for line in run_lines(cmd + ["--only", name, "--threads", str(t)] + extra):
                     line["peer"], line["round"] = peer, r
+                    line["openblas_coretype"] = os.environ.get("OPENBLAS_CORETYPE")
                     results.setdefault((name, peer, t), []).append(line)
                     if raw:
                         raw.write(json.dumps(line) + "\n")
@@ -152,8 +153,8 @@ def print_table(results, names, threads, have_torch, rounds):
             else:
                 row += ["", "", ""]
             print("| " + " | ".join(row) + " |")
-    coretype = os.environ.get("OPENBLAS_CORETYPE")
-    if coretype:  # OpenBLAS (and PyTorch through it) held to one CPU's kernels
+    coretypes = {run.get("openblas_coretype") for runs in results.values() for run in runs} - {None}
+    for coretype in sorted(coretypes):  # OpenBLAS (and PyTorch through it) held to one CPU's kernels
         print(f"\nOPENBLAS_CORETYPE={coretype} was set: the peers ran OpenBLAS's {coretype} kernels, not those it "
               "would pick for this CPU.")
     print(f"\nUnits: GFLOP/s for products and attention, tokens/s for train_* and generate_*; medians of {rounds} "
