@@ -34,8 +34,8 @@ Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, double p) : Mo
 Tensor Head::forward(const Tensor& x) {
     check_input("Head", x, key->in_features, tril.size(0), "block_size");
     const int64_t T = x.size(1);
-    Tensor k = key->forward(x);   // (B,T,hs)
-    Tensor q = query->forward(x); // (B,T,hs)
+    Tensor k = (*key)(x);   // (B,T,hs)
+    Tensor q = (*query)(x); // (B,T,hs)
     // Affinities: (B,T,hs) @ (B,hs,T) -> (B,T,T), scaled by hs^-0.5 so that
     // their variance stays near 1 and softmax does not saturate; causal, so
     // position t may only look at positions <= t. The notebook's three lines
@@ -45,10 +45,10 @@ Tensor Head::forward(const Tensor& x) {
     // run as one pass, with the same bits (scaled_masked_softmax, core/ops/softmax.cpp).
     Tensor wei = scaled_masked_softmax(matmul(q, k.transpose(-2, -1)), tril.index({Slice(0, T), Slice(0, T)}) == 0,
                                        std::pow(static_cast<double>(k.size(-1)), -0.5)); // (B,T,T)
-    wei = dropout->forward(wei);
+    wei = (*dropout)(wei);
     if (keep_attention) attention = wei.detach();
-    Tensor v = value->forward(x); // (B,T,hs)
-    return matmul(wei, v);        // (B,T,T) @ (B,T,hs) -> (B,T,hs)
+    Tensor v = (*value)(x); // (B,T,hs)
+    return matmul(wei, v);  // (B,T,T) @ (B,T,hs) -> (B,T,hs)
 }
 
 // ---- MultiHeadAttention (a list of heads) ----------------------------------------------------
@@ -67,9 +67,9 @@ MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t head_size, int
 
 Tensor MultiHeadAttention::forward(const Tensor& x) {
     std::vector<Tensor> outs;
-    for (const auto& [name, head] : heads->named_children()) outs.push_back(head->forward(x)); // NH x (B,T,hs)
-    Tensor out = cat(outs, -1);                                                                // (B,T,NH*hs)
-    return dropout->forward(proj->forward(out));                                               // (B,T,C)
+    for (const auto& [name, head] : heads->named_children()) outs.push_back((*head)(x)); // NH x (B,T,hs)
+    Tensor out = cat(outs, -1);                                                          // (B,T,NH*hs)
+    return (*dropout)((*proj)(out));                                                     // (B,T,C)
 }
 
 // ---- BatchedMultiHeadAttention -------------------------------------------------------------------
@@ -115,16 +115,16 @@ Tensor BatchedMultiHeadAttention::forward(const Tensor& x) {
     Tensor q, k, v; // each (B,NH,T,hs)
     if (config.fused_qkv) {
         // (B,T,3 d_out) -> (B,T,NH,3 hs) -> (B,NH,T,3 hs), then [q | k | v] per head.
-        Tensor qkv = W_qkv->forward(x).reshape({B, T, NH, 3 * hs}).transpose(1, 2);
+        Tensor qkv = (*W_qkv)(x).reshape({B, T, NH, 3 * hs}).transpose(1, 2);
         std::vector<Tensor> parts = qkv.chunk(3, -1);
         q = parts[0];
         k = parts[1];
         v = parts[2];
     } else {
         // (B,T,d_out) -> (B,T,NH,hs) -> (B,NH,T,hs): a view, then a transpose.
-        k = W_key->forward(x).view({B, T, NH, hs}).transpose(1, 2);
-        q = W_query->forward(x).view({B, T, NH, hs}).transpose(1, 2);
-        v = W_value->forward(x).view({B, T, NH, hs}).transpose(1, 2);
+        k = (*W_key)(x).view({B, T, NH, hs}).transpose(1, 2);
+        q = (*W_query)(x).view({B, T, NH, hs}).transpose(1, 2);
+        v = (*W_value)(x).view({B, T, NH, hs}).transpose(1, 2);
     }
     Tensor scores = matmul(q, k.transpose(-2, -1)); // (B,NH,T,hs) @ (B,NH,hs,T) -> (B,NH,T,T)
     // Raschka's lines
@@ -134,13 +134,13 @@ Tensor BatchedMultiHeadAttention::forward(const Tensor& x) {
     Tensor causal = config.causal ? mask.index({Slice(0, T), Slice(0, T)}).to(kBool) : Tensor();
     Tensor weights = scaled_masked_softmax(scores, causal, std::pow(static_cast<double>(hs), 0.5),
                                            ScaleOp::divide); // (B,NH,T,T)
-    weights = dropout->forward(weights);
+    weights = (*dropout)(weights);
     if (keep_attention) attention = weights.detach();
     // (B,NH,T,T) @ (B,NH,T,hs) -> (B,NH,T,hs) -> (B,T,NH,hs) -> (B,T,d_out):
     // the transpose puts each token's heads side by side before they merge.
     Tensor context = matmul(weights, v).transpose(1, 2).reshape({B, T, config.d_out});
-    Tensor out = out_proj->forward(context);
-    return out_dropout ? out_dropout->forward(out) : out;
+    Tensor out = (*out_proj)(context);
+    return out_dropout ? (*out_dropout)(out) : out;
 }
 
 } // namespace ember::nn

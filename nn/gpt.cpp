@@ -22,7 +22,7 @@ std::shared_ptr<Module> built(std::shared_ptr<Module> module, const char* owner,
 // of yours that returned (B,T,1) would otherwise broadcast silently into
 // the residual sum.
 Tensor run_layer(Module& layer, const char* role, const Tensor& x) {
-    Tensor out = layer.forward(x);
+    Tensor out = layer(x);
     if (out.shape() != x.shape())
         fail<ShapeError>("Block", role, " (", layer.type_name(), ") returned ", out.shape(), " for an input of ",
                          x.shape(), "; a block's layers must keep the shape (B,T,C)");
@@ -114,12 +114,12 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) {
     if (targets.defined() && (targets.shape() != idx.shape() || targets.dtype() != kInt64))
         fail<ShapeError>("GPT", "targets must be int64 of idx's shape ", idx.shape(), ", got ",
                          dtype_name(targets.dtype()), " ", targets.shape());
-    Tensor tok_emb = token_embedding_table->forward(idx);          // (B,T,C)
-    Tensor pos_emb = position_embedding_table->forward(arange(T)); // (T,C)
-    Tensor x = tok_emb + pos_emb;                                  // (B,T,C)
-    x = blocks->forward(x);                                        // (B,T,C)
-    x = ln_f->forward(x);                                          // (B,T,C)
-    Tensor logits = lm_head->forward(x);                           // (B,T,V)
+    Tensor tok_emb = (*token_embedding_table)(idx);          // (B,T,C)
+    Tensor pos_emb = (*position_embedding_table)(arange(T)); // (T,C)
+    Tensor x = tok_emb + pos_emb;                            // (B,T,C)
+    x = (*blocks)(x);                                        // (B,T,C)
+    x = (*ln_f)(x);                                          // (B,T,C)
+    Tensor logits = (*lm_head)(x);                           // (B,T,V)
     Tensor loss;
     if (targets.defined()) loss = cross_entropy(logits.view({B * T, config.vocab_size}), targets.reshape({B * T}));
     return {logits, loss};
@@ -138,7 +138,7 @@ Tensor generate(Module& model, int64_t block_size, Tensor idx, int64_t max_new_t
     for (int64_t i = 0; i < max_new_tokens; ++i) {
         // Crop the context to the last block_size tokens.
         Tensor idx_cond = idx.slice(1, -block_size);
-        Tensor logits = model.forward(idx_cond).select(1, -1); // (B,V): the last position
+        Tensor logits = model(idx_cond).select(1, -1); // (B,V): the last position
         logits = logits / temperature;
         if (top_k) {
             // Keep the k largest logits of each row; the rest can never be drawn.
