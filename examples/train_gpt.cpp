@@ -95,6 +95,11 @@ int run(int argc, char** argv) {
         return 0;
     }
     Session s = start_session(o); // prints the header: data, model, expected starting loss
+    if (o.summary) {
+        // One batch's shape through the model: torchinfo's table (nn/summary.h).
+        std::cout << nn::summary(*s.model, zeros({s.run.options.batch_size, s.run.options.model.block_size}, kInt64));
+        return 0;
+    }
     return train_loop(s);
 }
 

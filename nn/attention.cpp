@@ -68,9 +68,9 @@ Tensor Head::forward(const Tensor& x) {
     const int64_t start = cache ? cache->length : 0;
     check_input("Head", x, key->in_features, start, tril.size(0), "block_size");
     const int64_t T = x.size(1), S = start + T;
-    Tensor k = key->forward(x);   // (B,T,hs)
-    Tensor q = query->forward(x); // (B,T,hs)
-    Tensor v = value->forward(x); // (B,T,hs); the notebook computes it last, to the same effect
+    Tensor k = (*key)(x);   // (B,T,hs)
+    Tensor q = (*query)(x); // (B,T,hs)
+    Tensor v = (*value)(x); // (B,T,hs); the notebook computes it last, to the same effect
     if (cache) std::tie(k, v) = cache->append(k, v, 1, "Head"); // (B,S,hs): every position so far
     if (flash && !keep_attention) {
         // The lines below in one op, scaled by hs^-0.5 and causal, the weights never stored.
@@ -87,7 +87,7 @@ Tensor Head::forward(const Tensor& x) {
     // (With a cache, the queries are positions start..S-1: those rows of tril.)
     Tensor wei = scaled_masked_softmax(matmul(q, k.transpose(-2, -1)), tril.index({Slice(start, S), Slice(0, S)}) == 0,
                                        std::pow(static_cast<double>(k.size(-1)), -0.5)); // (B,T,S)
-    wei = dropout->forward(wei);
+    wei = (*dropout)(wei);
     if (keep_attention) attention = wei.detach();
     return matmul(wei, v); // (B,T,S) @ (B,S,hs) -> (B,T,hs)
 }
@@ -109,9 +109,9 @@ MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t head_size, int
 
 Tensor MultiHeadAttention::forward(const Tensor& x) {
     std::vector<Tensor> outs;
-    for (const auto& [name, head] : heads->named_children()) outs.push_back(head->forward(x)); // NH x (B,T,hs)
-    Tensor out = cat(outs, -1);                                                                // (B,T,NH*hs)
-    return dropout->forward(proj->forward(out));                                               // (B,T,C)
+    for (const auto& [name, head] : heads->named_children()) outs.push_back((*head)(x)); // NH x (B,T,hs)
+    Tensor out = cat(outs, -1);                                                          // (B,T,NH*hs)
+    return (*dropout)((*proj)(out));                                                     // (B,T,C)
 }
 
 // ---- BatchedMultiHeadAttention -------------------------------------------------------------------
@@ -164,14 +164,14 @@ std::array<Tensor, 3> BatchedMultiHeadAttention::project(const Tensor& x) const 
     const int64_t B = x.size(0), T = x.size(1), NH = config.num_heads, hs = head_dim;
     if (config.fused_qkv) {
         // (B,T,3 d_out) -> (B,T,NH,3 hs) -> (B,NH,T,3 hs), then [q | k | v] per head.
-        Tensor qkv = W_qkv->forward(x).reshape({B, T, NH, 3 * hs}).transpose(1, 2);
+        Tensor qkv = (*W_qkv)(x).reshape({B, T, NH, 3 * hs}).transpose(1, 2);
         std::vector<Tensor> parts = qkv.chunk(3, -1);
         return {parts[0], parts[1], parts[2]};
     }
     // (B,T,d_out) -> (B,T,NH,hs) -> (B,NH,T,hs): a view, then a transpose.
-    Tensor k = W_key->forward(x).view({B, T, NH, hs}).transpose(1, 2);
-    Tensor q = W_query->forward(x).view({B, T, NH, hs}).transpose(1, 2);
-    Tensor v = W_value->forward(x).view({B, T, NH, hs}).transpose(1, 2);
+    Tensor k = (*W_key)(x).view({B, T, NH, hs}).transpose(1, 2);
+    Tensor q = (*W_query)(x).view({B, T, NH, hs}).transpose(1, 2);
+    Tensor v = (*W_value)(x).view({B, T, NH, hs}).transpose(1, 2);
     return {q, k, v};
 }
 
@@ -205,14 +205,14 @@ Tensor BatchedMultiHeadAttention::attend(const Tensor& q, const Tensor& k, const
         // as one pass, with the same bits (scaled_masked_softmax, core/ops/softmax.cpp).
         Tensor weights = scaled_masked_softmax(scores, masked, std::pow(static_cast<double>(hs), 0.5),
                                                ScaleOp::divide); // (B,NH,T,S)
-        weights = dropout->forward(weights);
+        weights = (*dropout)(weights);
         if (keep_attention) attention = weights.detach();
         context = matmul(weights, v); // (B,NH,T,S) @ (B,NH,S,hs) -> (B,NH,T,hs)
     }
     // (B,NH,T,hs) -> (B,T,NH,hs) -> (B,T,d_out): the transpose puts each
     // token's heads side by side before they merge.
-    Tensor out = out_proj->forward(context.transpose(1, 2).reshape({B, T, config.d_out}));
-    return out_dropout ? out_dropout->forward(out) : out;
+    Tensor out = (*out_proj)(context.transpose(1, 2).reshape({B, T, config.d_out}));
+    return out_dropout ? (*out_dropout)(out) : out;
 }
 
 } // namespace ember::nn

@@ -23,7 +23,7 @@ std::shared_ptr<Module> built(std::shared_ptr<Module> module, const char* owner,
 // of yours that returned (B,T,1) would otherwise broadcast silently into
 // the residual sum.
 Tensor run_layer(Module& layer, const char* role, const Tensor& x) {
-    Tensor out = layer.forward(x);
+    Tensor out = layer(x);
     if (out.shape() != x.shape())
         fail<ShapeError>("Block", role, " (", layer.type_name(), ") returned ", out.shape(), " for an input of ",
                          x.shape(), "; a block's layers must keep the shape (B,T,C)");
@@ -118,18 +118,18 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) {
     if (targets.defined() && (targets.shape() != idx.shape() || targets.dtype() != kInt64))
         fail<ShapeError>("GPT", "targets must be int64 of idx's shape ", idx.shape(), ", got ",
                          dtype_name(targets.dtype()), " ", targets.shape());
-    Tensor tok_emb = token_embedding_table->forward(idx);                         // (B,T,C)
-    Tensor pos_emb = position_embedding_table->forward(arange(start, start + T)); // (T,C)
+    Tensor tok_emb = (*token_embedding_table)(idx);                         // (B,T,C)
+    Tensor pos_emb = (*position_embedding_table)(arange(start, start + T)); // (T,C)
     if (cached_ >= 0) cached_ += T;
     Tensor x = tok_emb + pos_emb; // (B,T,C)
     if (config.checkpoint_blocks && is_training()) {
         for (const auto& [name, block] : blocks->named_children()) // each Block's insides recomputed in backward
-            x = checkpoint([block = block](const Tensor& in) { return block->forward(in); }, x, block->parameters());
+            x = checkpoint([block = block](const Tensor& in) { return (*block)(in); }, x, block->parameters());
     } else {
-        x = blocks->forward(x); // (B,T,C)
+        x = (*blocks)(x); // (B,T,C)
     }
-    x = ln_f->forward(x);                // (B,T,C)
-    Tensor logits = lm_head->forward(x); // (B,T,V)
+    x = (*ln_f)(x);                // (B,T,C)
+    Tensor logits = (*lm_head)(x); // (B,T,V)
     Tensor loss;
     if (targets.defined()) loss = cross_entropy(logits.view({B * T, config.vocab_size}), targets.reshape({B * T}));
     return {logits, loss};
@@ -214,11 +214,11 @@ Tensor GPT::generate(Tensor idx, int64_t max_new_tokens, double temperature, std
     return sample(std::move(idx), max_new_tokens, temperature, top_k, generator, [&](const Tensor& context) {
         const int64_t T = context.size(1);
         if (cached_ > 0 && T == cached_ + 1 && T <= block) // one new token after the cached ones
-            return forward(context.slice(1, -1)).select(1, -1);
+            return (*this)(context.slice(1, -1)).select(1, -1);
         // The prompt, or a context past block_size (cropped, so every
         // position moved): the whole of it, from empty caches.
         setup_caches(context.size(0));
-        return forward(context.slice(1, -block)).select(1, -1);
+        return (*this)(context.slice(1, -block)).select(1, -1);
     });
 }
 
@@ -228,7 +228,7 @@ Tensor generate(Module& model, int64_t block_size, Tensor idx, int64_t max_new_t
     NoGradGuard no_grad;
     return sample(std::move(idx), max_new_tokens, temperature, top_k, generator, [&](const Tensor& context) {
         // Crop the context to the last block_size tokens; the logits of its last position.
-        return model.forward(context.slice(1, -block_size)).select(1, -1);
+        return model(context.slice(1, -block_size)).select(1, -1);
     });
 }
 

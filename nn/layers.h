@@ -64,7 +64,7 @@ public:
 class FeedForward : public Module {
 public:
     FeedForward(int64_t n_embd, double dropout);
-    Tensor forward(const Tensor& x) override { return net->forward(x); }
+    Tensor forward(const Tensor& x) override { return (*net)(x); }
     std::shared_ptr<Sequential> net;
 };
 

@@ -67,6 +67,44 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
     children_.emplace_back(name, std::move(module));
 }
 
+// ---- calling, and hooks ---------------------------------------------------------------------
+
+Tensor Module::operator()(const Tensor& x) {
+    if (!hooks_) return forward(x);
+    // Copies of the lists, so that a hook may remove itself (or register
+    // another) while they run; the change applies from the next call.
+    auto pre = hooks_->pre;
+    for (auto& [id, hook] : pre) hook(*this, x);
+    Tensor out = forward(x);
+    auto post = hooks_->post;
+    for (auto& [id, hook] : post) hook(*this, x, out);
+    return out;
+}
+
+RemovableHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
+    if (!hook) fail<ValueError>(type_name_, "register_forward_pre_hook was given an empty function");
+    if (!hooks_) hooks_ = std::make_shared<ember::internal::ModuleHooks>();
+    uint64_t id = hooks_->next_id++;
+    hooks_->pre.emplace_back(id, std::move(hook));
+    return RemovableHandle(hooks_, id);
+}
+
+RemovableHandle Module::register_forward_hook(ForwardHook hook) {
+    if (!hook) fail<ValueError>(type_name_, "register_forward_hook was given an empty function");
+    if (!hooks_) hooks_ = std::make_shared<ember::internal::ModuleHooks>();
+    uint64_t id = hooks_->next_id++;
+    hooks_->post.emplace_back(id, std::move(hook));
+    return RemovableHandle(hooks_, id);
+}
+
+void RemovableHandle::remove() {
+    auto hooks = hooks_.lock();
+    if (!hooks) return; // the module is gone, and its hooks with it
+    std::erase_if(hooks->pre, [this](const auto& item) { return item.first == id_; });
+    std::erase_if(hooks->post, [this](const auto& item) { return item.first == id_; });
+    hooks_.reset();
+}
+
 // ---- traversal -------------------------------------------------------------------------------
 
 std::vector<std::pair<std::string, Module*>> Module::named_modules() {
@@ -270,7 +308,7 @@ Sequential::Sequential(std::vector<std::shared_ptr<Module>> modules) : ModuleLis
 
 Tensor Sequential::forward(const Tensor& x) {
     Tensor out = x;
-    for (const auto& [name, module] : named_children()) out = module->forward(out);
+    for (const auto& [name, module] : named_children()) out = (*module)(out);
     return out;
 }
 

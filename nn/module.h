@@ -6,6 +6,7 @@
 // PyTorch's dotted names ("heads.0.key.weight") in registration order, and
 // state_dict() / load_state_dict() move weights by those names. Modules are
 // held by shared_ptr: register_module(name, std::make_shared<Linear>(...)).
+// Calling a module, module(x), runs its forward between its forward hooks.
 // docs/modules.md explains it; tests/test_module.cpp checks it.
 #pragma once
 
@@ -20,6 +21,43 @@
 #include "core/ops/ops.h"
 
 namespace ember::nn {
+
+class Module;
+
+// Forward hooks, as PyTorch's register_forward_pre_hook and
+// register_forward_hook: a pre-hook sees a module's input before its
+// forward runs, a hook sees the input and the output after. They observe;
+// they cannot replace the output (PyTorch's may).
+using ForwardPreHook = std::function<void(Module& module, const Tensor& input)>;
+using ForwardHook = std::function<void(Module& module, const Tensor& input, const Tensor& output)>;
+
+} // namespace ember::nn
+
+namespace ember::internal {
+// A module's hooks, in registration order, each under an id its handle keeps.
+struct ModuleHooks {
+    uint64_t next_id = 0;
+    std::vector<std::pair<uint64_t, nn::ForwardPreHook>> pre;
+    std::vector<std::pair<uint64_t, nn::ForwardHook>> post;
+};
+} // namespace ember::internal
+
+namespace ember::nn {
+
+// What registering a hook returns (PyTorch's RemovableHandle): remove()
+// unregisters the hook. Removing twice, or after the module is gone, does
+// nothing; dropping the handle leaves the hook in place, as in PyTorch.
+class RemovableHandle {
+public:
+    RemovableHandle() = default;
+    RemovableHandle(std::weak_ptr<ember::internal::ModuleHooks> hooks, uint64_t id)
+        : hooks_(std::move(hooks)), id_(id) {}
+    void remove();
+
+private:
+    std::weak_ptr<ember::internal::ModuleHooks> hooks_;
+    uint64_t id_ = 0;
+};
 
 // Name -> tensor, in insertion order (what state_dict returns).
 class StateDict {
@@ -48,7 +86,14 @@ public:
     // The computation of a module with one tensor in and one out. Modules
     // with other signatures (a GPT takes targets too) add their own.
     virtual Tensor forward(const Tensor& x);
-    Tensor operator()(const Tensor& x) { return forward(x); }
+    // Calls the module: the pre-hooks, forward(x), then the hooks. A layer
+    // calls its children this way, (*key)(x), as PyTorch's self.key(x), so
+    // that their hooks run; key->forward(x) skips them.
+    Tensor operator()(const Tensor& x);
+
+    // ---- hooks: run by operator(), in registration order ----------------
+    RemovableHandle register_forward_pre_hook(ForwardPreHook hook);
+    RemovableHandle register_forward_hook(ForwardHook hook);
 
     // ---- registration: constructors call these ----------------------------
     // A trainable tensor (requires_grad is set on it, as nn.Parameter does).
@@ -117,6 +162,7 @@ private:
     std::vector<std::pair<std::string, Tensor>> buffers_;
     std::vector<std::string> non_persistent_;
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+    std::shared_ptr<ember::internal::ModuleHooks> hooks_; // made by the first register_forward_*hook
 };
 
 std::ostream& operator<<(std::ostream& out, const Module& module);

@@ -1,6 +1,7 @@
-// ember::nn: modules, layers, attention, a small GPT, optimisers and
-// checkpoints, built on the core engine (../core). Included by ember.h.
-// Tests: tests/test_module.cpp, test_layers.cpp, test_attention.cpp, test_gpt.cpp.
+// ember::nn: modules, layers, attention, a small GPT, optimisers,
+// checkpoints and the model summary, built on the core engine (../core).
+// Included by ember.h. Tests: tests/test_module.cpp, test_layers.cpp,
+// test_attention.cpp, test_gpt.cpp, test_summary.cpp.
 #pragma once
 
 #include "nn/attention.h"
@@ -11,3 +12,4 @@
 #include "nn/linear.h"
 #include "nn/module.h"
 #include "nn/optim.h"
+#include "nn/summary.h"

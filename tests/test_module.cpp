@@ -1,8 +1,11 @@
 // The module system (nn/module.h): registration, PyTorch's dotted names and
 // order, buffers, train/eval, zero_grad, apply, to(dtype), state_dict and
-// load_state_dict, ModuleList and Sequential, and a module defined here, in
-// user code, the way the built-in ones are.
+// load_state_dict, ModuleList and Sequential, forward hooks (and that every
+// nn/ layer calls its children so that theirs run), and a module defined
+// here, in user code, the way the built-in ones are.
 #include <catch2/catch.hpp>
+
+#include <map>
 
 #include "check.h"
 
@@ -156,4 +159,80 @@ TEST_CASE("zero-size layers build, as in PyTorch", "[module]") {
     nn::Linear empty_in(0, 3);
     CHECK(empty_in.weight.shape() == Shape{3, 0});
     require_equal(empty_in(zeros({2, 0})), zeros({2, 3}) + empty_in.bias.detach());
+}
+
+TEST_CASE("forward hooks run when a module is called, in order, until removed", "[module][hooks]") {
+    manual_seed(0);
+    nn::Linear lin(3, 2);
+    std::vector<std::string> log;
+    Tensor seen_in, seen_out;
+    nn::RemovableHandle pre = lin.register_forward_pre_hook(
+        [&](nn::Module& m, const Tensor& x) { log.push_back("pre " + m.type_name() + " " + shape_str(x.shape())); });
+    nn::RemovableHandle post = lin.register_forward_hook([&](nn::Module&, const Tensor& x, const Tensor& y) {
+        log.push_back("post " + shape_str(y.shape()));
+        seen_in = x;
+        seen_out = y;
+    });
+    Tensor x = randn({4, 3});
+    Tensor y = lin(x);
+    CHECK(log == std::vector<std::string>{"pre Linear (4,3)", "post (4,2)"});
+    CHECK(seen_in.is_same(x));
+    CHECK(seen_out.is_same(y));
+    // forward() itself skips the hooks, as PyTorch's module.forward(x) does.
+    lin.forward(x);
+    CHECK(log.size() == 2);
+    post.remove();
+    lin(x);
+    CHECK(log.size() == 3); // the pre-hook only
+    pre.remove();
+    pre.remove(); // a second remove does nothing
+    lin(x);
+    CHECK(log.size() == 3);
+    CHECK_THROWS_AS(lin.register_forward_hook(nullptr), ValueError);
+}
+
+TEST_CASE("a hook may remove itself while it runs; a handle outlives its module", "[module][hooks]") {
+    nn::ReLU relu;
+    int calls = 0;
+    nn::RemovableHandle handle;
+    handle = relu.register_forward_hook([&](nn::Module&, const Tensor&, const Tensor&) {
+        ++calls;
+        handle.remove();
+    });
+    relu(ones({2}));
+    relu(ones({2}));
+    CHECK(calls == 1);
+    nn::RemovableHandle orphan;
+    {
+        auto temporary = std::make_shared<nn::ReLU>();
+        orphan = temporary->register_forward_hook([](nn::Module&, const Tensor&, const Tensor&) {});
+    }
+    orphan.remove(); // the module is gone: nothing to do, and no crash
+}
+
+TEST_CASE("every layer of ember's GPT runs its children's hooks", "[module][hooks]") {
+    // Both attention forms, and a FeedForward's Sequential: every module in
+    // the tree must be called through operator(), once per forward.
+    for (bool batched : {false, true}) {
+        manual_seed(0);
+        nn::GPT model({.vocab_size = 11,
+                       .block_size = 4,
+                       .n_embd = 8,
+                       .n_head = 2,
+                       .n_layer = 2,
+                       .dropout = 0.1,
+                       .batched_attention = batched});
+        std::map<std::string, int> calls;
+        std::vector<nn::RemovableHandle> handles;
+        for (const auto& [name, m] : model.named_modules())
+            handles.push_back(m->register_forward_hook(
+                [&calls, name = name](nn::Module&, const Tensor&, const Tensor&) { ++calls[name]; }));
+        model(randint(0, 11, {2, 4}));
+        for (const auto& [name, m] : model.named_modules()) {
+            if (m->type_name() == "ModuleList") continue; // a list has no forward: its owner calls its items
+            INFO((batched ? "batched: " : "heads: ") << "module \"" << name << "\" (" << m->type_name() << ")");
+            CHECK(calls[name] == 1);
+        }
+        for (auto& h : handles) h.remove();
+    }
 }

@@ -1,9 +1,9 @@
 // train_gpt (examples/train_gpt.cpp): its first training losses match its
 // PyTorch twin's (examples/train_gpt.py) on the generated play; a resumed
 // run and a run interrupted with Ctrl-C continue exactly; bad input exits
-// with status 2 and a clear message, losing nothing saved. Also: tiny
-// Shakespeare (data/tinyshakespeare.txt) is whole, and the lecture's stages
-// start on it as the twin's do.
+// with status 2 and a clear message, losing nothing saved; --summary prints
+// the model's table. Also: tiny Shakespeare (data/tinyshakespeare.txt) is
+// whole, and the lecture's stages start on it as the twin's do.
 #include <catch2/catch.hpp>
 
 #include <csignal>
@@ -201,6 +201,30 @@ TEST_CASE("Ctrl-C saves a checkpoint that resumes exactly", "[train_gpt]") {
     }
     fs::remove_all(dir);
     fs::remove_all(whole);
+}
+
+TEST_CASE("--summary prints the model's table and exits without training", "[train_gpt][summary]") {
+    std::string dir = scratch_dir("summary");
+    std::string text;
+    for (int i = 0; i < 200; ++i) text += "abcdefghi\n"; // a vocabulary of 10
+    std::ofstream(dir + "/ten.txt") << text;
+    CommandResult r = run("--summary --data " + dir + "/ten.txt --out " + dir);
+    INFO(r.out);
+    CHECK(r.status == 0);
+    // The default GPT (n_embd 64, 4 heads, 3 layers, block 64) for V = 10:
+    // embeddings 10*64 + 64*64; per block 4 heads * 3 * 64*16, proj 64*64 +
+    // 64, MLP 64*256 + 256 + 256*64 + 64, two LayerNorms 2*128; ln_f 128;
+    // lm_head 64*10 + 10.
+    const int64_t per_block = 4 * 3 * 64 * 16 + (64 * 64 + 64) + (64 * 256 + 256 + 256 * 64 + 64) + 2 * 128;
+    const int64_t total = 10 * 64 + 64 * 64 + 3 * per_block + 128 + (64 * 10 + 10);
+    CHECK(total == 154890);
+    CHECK(r.out.find("Total params: 154,890\n") != std::string::npos);
+    CHECK(r.out.find("│    │    └─MultiHeadAttention (blocks.2.sa): 3-10") != std::string::npos);
+    CHECK(r.out.find("├─Linear (lm_head): 1-5") != std::string::npos);
+    CHECK(r.out.find("[32, 64, 10]") != std::string::npos); // the logits of one batch (B,T,V)
+    CHECK(r.out.find("step") == std::string::npos);         // no training
+    CHECK_FALSE(fs::exists(dir + "/train_gpt.safetensors"));
+    fs::remove_all(dir);
 }
 
 TEST_CASE("bad input exits with status 2 and a clear message, losing nothing", "[train_gpt][errors]") {

@@ -39,7 +39,7 @@ public:
     explicit Bigram(int64_t vocab) : Module("BigramLanguageModel") {
         token_embedding_table = register_module("token_embedding_table", std::make_shared<nn::Embedding>(vocab, vocab));
     }
-    Tensor forward(const Tensor& idx) override { return token_embedding_table->forward(idx); } // (B,T,V)
+    Tensor forward(const Tensor& idx) override { return (*token_embedding_table)(idx); } // (B,T,V)
     std::shared_ptr<nn::Embedding> token_embedding_table;
 };
 
@@ -53,7 +53,7 @@ public:
     }
     Tensor forward(const Tensor& x) override {
         std::vector<Tensor> outs;
-        for (const auto& [name, head] : heads->named_children()) outs.push_back(head->forward(x));
+        for (const auto& [name, head] : heads->named_children()) outs.push_back((*head)(x));
         return cat(outs, -1); // NH x (B,T,hs) -> (B,T,NH*hs)
     }
     std::shared_ptr<nn::ModuleList> heads;
@@ -66,7 +66,7 @@ public:
         net = register_module("net", std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
                                          std::make_shared<nn::Linear>(n_embd, n_embd), std::make_shared<nn::ReLU>()}));
     }
-    Tensor forward(const Tensor& x) override { return net->forward(x); }
+    Tensor forward(const Tensor& x) override { return (*net)(x); }
     std::shared_ptr<nn::Sequential> net;
 };
 
@@ -79,8 +79,8 @@ public:
         ffwd = register_module("ffwd", std::make_shared<nn::FeedForward>(n_embd, 0.0));
     }
     Tensor forward(const Tensor& x) override {
-        Tensor h = x + sa->forward(x);
-        return h + ffwd->forward(h);
+        Tensor h = x + (*sa)(x);
+        return h + (*ffwd)(h);
     }
     std::shared_ptr<nn::MultiHeadAttention> sa;
     std::shared_ptr<nn::FeedForward> ffwd;
@@ -122,10 +122,10 @@ public:
 
     Tensor forward(const Tensor& idx) override {
         const int64_t T = idx.size(1);
-        Tensor x = token_embedding_table->forward(idx) + position_embedding_table->forward(arange(T)); // (B,T,C)
-        if (middle) x = middle->forward(x);
-        if (ffwd_net) x = ffwd_net->forward(x);
-        return lm_head->forward(x); // (B,T,V)
+        Tensor x = (*token_embedding_table)(idx) + (*position_embedding_table)(arange(T)); // (B,T,C)
+        if (middle) x = (*middle)(x);
+        if (ffwd_net) x = (*ffwd_net)(x);
+        return (*lm_head)(x); // (B,T,V)
     }
 
     const int64_t block_size;
@@ -181,7 +181,7 @@ std::vector<std::vector<std::vector<float>>> attention_maps(nn::Module& model, c
         }
     {
         NoGradGuard no_grad;
-        model.forward(ids.view({1, -1}));
+        model(ids.view({1, -1}));
     }
     auto rows = [](const Tensor& w) { // (T,T) -> row-major floats
         Tensor c = w.contiguous();

@@ -127,13 +127,15 @@ output
   --sample-tokens N  --temperature T  --top-k K  --sample-seed N
   --attention-map FILE   where to draw the attention of every head (default OUT/attention.svg)
   --prompt TEXT          the text for the attention map
+  --summary              print the model's layers, output shapes and parameter counts
+                         (torchinfo's table) and exit without training
   --help
 )";
 }
 
 bool parse_options(int argc, char** argv, Options& o) {
     std::vector<std::pair<std::string, std::string>> flags; // (flag, value)
-    const std::set<std::string> switches = {"--help"};
+    const std::set<std::string> switches = {"--help", "--summary"};
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument \"" + arg + "\"");
@@ -237,6 +239,7 @@ bool parse_options(int argc, char** argv, Options& o) {
         {"--sample-seed", [&](auto& f, auto& v) { o.sample_seed = number<uint64_t>(f, v); }},
         {"--attention-map", [&](auto&, auto& v) { o.attention_map = v; }},
         {"--prompt", [&](auto&, auto& v) { o.prompt = v; }},
+        {"--summary", [&](auto&, auto&) { o.summary = true; }},
     };
     for (const auto& [flag, value] : flags) {
         auto it = setters.find(flag);

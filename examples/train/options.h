@@ -37,6 +37,7 @@ struct Options {
     uint64_t sample_seed = 42;
     std::string attention_map;   // SVG to write, if set
     std::string prompt;          // for the attention map (default: the start of the validation text)
+    bool summary = false;        // print the model's summary and exit, without training
     std::set<std::string> given; // the flags given on the command line
 };
 

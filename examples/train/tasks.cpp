@@ -87,7 +87,7 @@ MLPBlock::MLPBlock(int64_t n_embd) : Module("MLPBlock") {
     ln2 = register_module("ln2", std::make_shared<nn::LayerNorm>(n_embd));
 }
 
-Tensor MLPBlock::forward(const Tensor& x) { return x + ffwd->forward(ln2->forward(x)); }
+Tensor MLPBlock::forward(const Tensor& x) { return x + (*ffwd)((*ln2)(x)); }
 
 NoAttentionLM::NoAttentionLM(int64_t vocab_size, int64_t block_size_, int64_t n_embd, int64_t n_layer)
     : Module("NoAttentionLM"), block_size(block_size_) {
@@ -114,9 +114,9 @@ Tensor NoAttentionLM::forward(const Tensor& idx) {
     if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) > block_size)
         fail<ShapeError>("NoAttentionLM", "idx must be (B,T) int64 with T <= block_size=", block_size, ", got ",
                          dtype_name(idx.dtype()), " ", idx.shape());
-    Tensor x = token_embedding_table->forward(idx) + position_embedding_table->forward(arange(idx.size(1))); // (B,T,C)
-    x = blocks->forward(x);                                                                                  // (B,T,C)
-    return lm_head->forward(ln_f->forward(x));                                                               // (B,T,V)
+    Tensor x = (*token_embedding_table)(idx) + (*position_embedding_table)(arange(idx.size(1))); // (B,T,C)
+    x = (*blocks)(x);                                                                            // (B,T,C)
+    return (*lm_head)((*ln_f)(x));                                                               // (B,T,V)
 }
 
 Tensor greedy_answers(nn::Module& model, const Tensor& prompts, int64_t length) {
@@ -125,7 +125,7 @@ Tensor greedy_answers(nn::Module& model, const Tensor& prompts, int64_t length) 
     Tensor context = cat({prompts, full({N, 1}, kSeparator)}, 1); // (N, L+1)
     for (int64_t i = 0; i < length; ++i) {
         // Only the last position's logits matter: (N,T,V) -> (N,V) -> argmax (N,1).
-        Tensor logits = model.forward(context).select(1, context.size(1) - 1);
+        Tensor logits = model(context).select(1, context.size(1) - 1);
         context = cat({context, argmax(logits, -1, true)}, 1);
     }
     return context.slice(1, prompts.size(1) + 1).contiguous(); // (N, length)
