@@ -83,4 +83,8 @@ TEST_CASE("joining and picking reject bad arguments", "[index][errors]") {
     CHECK_THROWS_AS(embedding(tensor({1}), ones({5})), ShapeError);
     CHECK_THROWS_AS(split(ones({6}), Shape{1, 2}), ShapeError);
     CHECK_THROWS_AS(ones({6}).chunk(0), ValueError);
+    // Expanded views cost nothing, so their sizes along dim can add up past
+    // INT64_MAX: refused before the sum overflows (32 x 2^59 would wrap to 0).
+    std::vector<Tensor> huge(32, ones({1}).expand({int64_t{1} << 59}));
+    CHECK_THROWS_WITH(cat(huge, 0), Catch::Contains("[cat]") && Catch::Contains("more than"));
 }

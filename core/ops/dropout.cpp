@@ -27,7 +27,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
     // dx = dout * noise comes from mul.
     const double kept =
         x.dtype() == kFloat32 ? static_cast<double>(1.0f / static_cast<float>(1.0 - p)) : 1.0 / (1.0 - p);
-    Tensor noise = empty(x.shape(), x.dtype());
+    Tensor noise = empty_for("dropout", x.shape(), x.dtype());
     bernoulli_fill(noise, 1.0 - p, kept, generator_or_default(generator));
     return mul(x, noise);
 }
