@@ -19,6 +19,7 @@
 
 #include "train/data.h"
 #include "train/evaluate.h"
+#include "train/guard.h"
 #include "train/options.h"
 #include "train/progress.h"
 #include "train/results.h"
@@ -35,11 +36,12 @@ std::atomic<bool> interrupted{false};
 extern "C" void on_sigint(int) { interrupted = true; }
 
 // The lecture's loop: a random batch of the 90% training text per step, AdamW,
-// and the train and val loss estimated every eval_interval steps. One change:
-// the final estimate comes after the last step and after the checkpoint is
-// saved (the lecture's comes before the last step), so that a run stopped at
-// step N and resumed draws exactly the batches an uninterrupted run draws.
-// Returns the exit status: 0, or 130 after Ctrl-C (with a checkpoint saved).
+// and the train and val loss estimated every eval_interval steps. Added: a
+// checkpoint before each estimate; the gradient norm (clipped with
+// --max-grad-norm), and a stop when it or the loss is not finite; the final
+// estimate after the last step and the checkpoint, so that a run stopped at step
+// N and resumed draws exactly the batches an uninterrupted run draws.
+// Returns the exit status: 0, 130 after Ctrl-C (checkpoint saved), 3 if it diverged.
 int train_loop(Session& s) {
     const Options& o = s.run.options;
     nn::Module& model = *s.model;
@@ -49,8 +51,10 @@ int train_loop(Session& s) {
     Progress progress(o.max_iters, o.batch_size * o.model.block_size, terminal,
                       std::max<int64_t>(1, o.eval_interval / 5));
     model.train();
-    for (int64_t step = s.run.next_step; step < o.max_iters; ++step) {
+    const int64_t first_step = s.run.next_step;
+    for (int64_t step = first_step; step < o.max_iters; ++step) {
         if (step % o.eval_interval == 0) {
+            if (step > first_step) save_run(s.checkpoint, s.run, model, optimizer);
             auto [train_loss, val_loss] = estimate_loss(model, s.data, o);
             s.run.evals.push_back({step, train_loss, val_loss});
             progress.message(eval_line(step, train_loss, val_loss));
@@ -61,6 +65,11 @@ int train_loop(Session& s) {
         Tensor loss = cross_entropy(logits.view({-1, logits.size(-1)}), yb.reshape({-1}));
         optimizer.zero_grad();
         loss.backward();
+        double grad_norm = optim::clip_grad_norm_(model.parameters(), o.max_grad_norm); // infinity: not clipped
+        if (!finite_step(loss.item(), grad_norm, o.max_grad_norm)) {
+            progress.finish();
+            return stop_diverged(s, step, first_step, loss.item(), grad_norm); // keeps the last good checkpoint
+        }
         optimizer.step();
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         s.run.step_losses.push_back(loss.item());
@@ -117,6 +126,9 @@ int main(int argc, char** argv) {
     } catch (const nn::CheckpointError& e) {
         std::fprintf(stderr, "train_gpt: %s\n", e.what());
         return 2;
+    } catch (const DivergedError& e) {
+        std::fprintf(stderr, "train_gpt: %s\n", e.what());
+        return 3;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "train_gpt: internal error: %s\n", e.what());
         return 1;

@@ -301,6 +301,8 @@ def train(cfg, text, log=print):
         loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), yb.view(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if cfg.get("max_grad_norm"):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["max_grad_norm"])
         optimizer.step()
         step_losses.append(loss.item())
     # As train_gpt: the final evaluation after the last step (see its header).
@@ -318,12 +320,15 @@ def main():
     p.add_argument("--preset", default="default", choices=sorted(PRESETS))
     p.add_argument("--data")
     p.add_argument("--max-iters", type=int)
+    p.add_argument("--max-grad-norm", type=float)
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--threads", type=int)
     args = p.parse_args()
     cfg = dict(PRESETS[args.preset], seed=args.seed)
     if args.max_iters:
         cfg["max_iters"] = args.max_iters
+    if args.max_grad_norm:
+        cfg["max_grad_norm"] = args.max_grad_norm
     if args.threads:
         torch.set_num_threads(args.threads)
     text = open(args.data).read() if args.data else default_corpus()

@@ -23,6 +23,8 @@
 
 #include <ember.h>
 
+#include "train/guard.h"
+#include "train/memory.h"
 #include "train/tasks.h"
 
 using namespace ember;
@@ -48,6 +50,7 @@ struct Options {
     int64_t baseline_steps = 0; // 0: the default below
     int64_t batch_size = 64;
     double lr = 3e-3;
+    double max_grad_norm = INFINITY; // clip the gradients' global norm to this (infinity: no clipping)
     int64_t n_embd = 32;
     int64_t n_head = 4;
     int64_t n_layer = 2;
@@ -77,6 +80,7 @@ std::string usage() {
            "                         or --steps if that is fewer)\n"
            "  --batch-size N         sequences per step (default 64)\n"
            "  --lr X                 peak AdamW learning rate (default 3e-3)\n"
+           "  --max-grad-norm X      clip the gradients' global norm to X (default: no clipping)\n"
            "  --n-embd N, --n-head N, --n-layer N   model size (default 32, 4, 2)\n"
            "  --eval-size N          held-out prompts to evaluate (default 1000)\n"
            "  --seed N               seed of the weights and the training data (default 1337)\n"
@@ -123,16 +127,20 @@ bool parse_options(int argc, char** argv, Options& o) {
             return false;
         }
         if (flag.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + flag + "'");
-        size_t eq = flag.find('=');
+        const size_t eq = flag.find('=');
         if (eq != std::string::npos) {
             value = flag.substr(eq + 1);
             flag = flag.substr(0, eq);
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        } else {
-            throw UsageError(flag + " needs a value");
         }
+        // The value is taken by the branch that knows the flag, so that an
+        // unknown flag is what the error names, not the word after it.
+        auto take = [&]() -> const std::string& {
+            if (eq != std::string::npos) return value;
+            if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+            return value = argv[++i];
+        };
         if (flag == "--task") {
+            take();
             if (value == "all") {
                 o.tasks = all_tasks();
             } else {
@@ -142,17 +150,18 @@ bool parse_options(int argc, char** argv, Options& o) {
                     throw UsageError(std::string("--task: ") + e.what());
                 }
             }
-        } else if (flag == "--length") o.length = parse_int(flag, value, 2, kMaxLength);
-        else if (flag == "--steps") o.steps = parse_int(flag, value, 1, kBig);
-        else if (flag == "--baseline-steps") o.baseline_steps = parse_int(flag, value, 1, kBig);
-        else if (flag == "--batch-size") o.batch_size = parse_int(flag, value, 1, 1 << 20);
-        else if (flag == "--lr") o.lr = parse_double(flag, value);
-        else if (flag == "--n-embd") o.n_embd = parse_int(flag, value, 1, 1 << 16);
-        else if (flag == "--n-head") o.n_head = parse_int(flag, value, 1, 1 << 16);
-        else if (flag == "--n-layer") o.n_layer = parse_int(flag, value, 1, 64);
-        else if (flag == "--eval-size") o.eval_size = parse_int(flag, value, 1, 1 << 24);
-        else if (flag == "--seed") o.seed = static_cast<uint64_t>(parse_int(flag, value, 0, INT64_MAX));
-        else if (flag == "--threads") o.threads = static_cast<int>(parse_int(flag, value, 1, 1024));
+        } else if (flag == "--length") o.length = parse_int(flag, take(), 2, kMaxLength);
+        else if (flag == "--steps") o.steps = parse_int(flag, take(), 1, kBig);
+        else if (flag == "--baseline-steps") o.baseline_steps = parse_int(flag, take(), 1, kBig);
+        else if (flag == "--batch-size") o.batch_size = parse_int(flag, take(), 1, 1 << 20);
+        else if (flag == "--lr") o.lr = parse_double(flag, take());
+        else if (flag == "--max-grad-norm") o.max_grad_norm = parse_double(flag, take());
+        else if (flag == "--n-embd") o.n_embd = parse_int(flag, take(), 1, 1 << 16);
+        else if (flag == "--n-head") o.n_head = parse_int(flag, take(), 1, 1 << 16);
+        else if (flag == "--n-layer") o.n_layer = parse_int(flag, take(), 1, 64);
+        else if (flag == "--eval-size") o.eval_size = parse_int(flag, take(), 1, 1 << 24);
+        else if (flag == "--seed") o.seed = static_cast<uint64_t>(parse_int(flag, take(), 0, INT64_MAX));
+        else if (flag == "--threads") o.threads = static_cast<int>(parse_int(flag, take(), 1, 1024));
         else throw UsageError("unknown flag " + flag);
     }
     if (o.n_embd % o.n_head != 0)
@@ -214,6 +223,10 @@ Outcome train_and_evaluate(nn::Module& model, Task task, const Options& o, int64
             optimizer.options.lr = lr_at(step, steps, o.lr);
             optimizer.zero_grad();
             loss.backward();
+            double grad_norm = optim::clip_grad_norm_(model.parameters(), o.max_grad_norm);
+            if (!finite_step(loss.item(), grad_norm,
+                             o.max_grad_norm)) // nothing to lose: train_tasks keeps no checkpoint
+                throw DivergedError(divergence_message(step, loss.item(), grad_norm, o.lr, o.max_grad_norm));
             optimizer.step();
 
             // Progress: the mean loss since the last line, and how many answer
@@ -345,6 +358,17 @@ int run(int argc, char** argv) {
     Options o;
     if (!parse_options(argc, argv, o)) return 0;
     if (o.threads > 0) set_num_threads(o.threads);
+    // The attention model is the larger of the two: refuse it before
+    // allocating if it cannot fit.
+    const ModelConfig model{.stage = Stage::GPT,
+                            .vocab_size = kTaskVocab,
+                            .block_size = 2 * o.length,
+                            .n_embd = o.n_embd,
+                            .n_head = o.n_head,
+                            .n_layer = o.n_layer};
+    std::string too_large = memory_problem(estimate_memory(model, o.batch_size, 0), available_memory(),
+                                           "--n-embd, --n-layer or --batch-size");
+    if (!too_large.empty()) throw UsageError(too_large);
     auto start = std::chrono::steady_clock::now();
     const EvalSet eval = make_eval_set(o);
     std::cout << "train_tasks: " << get_num_threads() << (get_num_threads() == 1 ? " thread" : " threads") << ", seed "
@@ -368,6 +392,9 @@ int main(int argc, char** argv) {
     } catch (const UsageError& e) {
         std::fprintf(stderr, "train_tasks: %s\nrun train_tasks --help for the options\n", e.what());
         return 2;
+    } catch (const DivergedError& e) {
+        std::fprintf(stderr, "train_tasks: %s\n", e.what());
+        return 3;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "train_tasks: internal error: %s\n", e.what());
         return 1;

@@ -229,8 +229,11 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     // a NaN norm stays NaN (and so do the gradients), as with torch.clamp.
     double coef = max_norm / (total + 1e-6);
     if (coef > 1.0) coef = 1.0;
-    for (const Tensor& p : params)
-        if (p.grad().defined()) p.grad().mul_(coef);
+    // Multiplying by 1 changes no bit, so unclipped gradients are left alone
+    // (train_gpt measures the norm every step, clipping or not).
+    if (coef != 1.0)
+        for (const Tensor& p : params)
+            if (p.grad().defined()) p.grad().mul_(coef);
     return total;
 }
 

@@ -87,6 +87,10 @@ TEST_CASE("joining and picking reject bad arguments", "[index][errors]") {
     CHECK_THROWS_AS(embedding(tensor({1}), ones({5})), ShapeError);
     CHECK_THROWS_AS(split(ones({6}), Shape{1, 2}), ShapeError);
     CHECK_THROWS_AS(ones({6}).chunk(0), ValueError);
+    // Expanded views cost nothing, so their sizes along dim can add up past
+    // INT64_MAX: refused before the sum overflows (32 x 2^59 would wrap to 0).
+    std::vector<Tensor> huge(32, ones({1}).expand({int64_t{1} << 59}));
+    CHECK_THROWS_WITH(cat(huge, 0), Catch::Contains("[cat]") && Catch::Contains("more than"));
     CHECK_THROWS_WITH(repeat_interleave(ones({2, 3}), -1),
                       Catch::Contains("[repeat_interleave]") && Catch::Contains("-1") && Catch::Contains("(2,3)"));
     CHECK_THROWS_AS(repeat_interleave(ones({2, 3}), 2, 2), IndexError);

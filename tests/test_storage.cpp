@@ -1,10 +1,14 @@
 // The buffer cache behind Storage (core/tensor/storage.cpp): released buffers come
 // back for a request of the same size class (whole pages from 256 KiB, four
 // classes per doubling below), and the cache never holds the process above
-// the most memory its tensors ever used at once.
+// the most memory its tensors ever used at once. A tensor the machine cannot
+// hold is an OutOfMemoryError naming the op and the size, never a
+// std::bad_alloc or an abort.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "check.h"
@@ -21,6 +25,48 @@ Tensor block(size_t bytes) { return empty({static_cast<int64_t>(bytes / sizeof(f
 const void* address(const Tensor& t) { return t.storage()->data(); }
 
 } // namespace
+
+// AddressSanitizer aborts on an allocation larger than it supports unless
+// told to return null, which is what ember's allocator checks for (the
+// sanitizer build runs this file too).
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+#endif
+
+TEST_CASE("a tensor too large for the machine is an OutOfMemoryError naming the op and the size", "[storage][errors]") {
+    // Each result needs 2^48 bytes or more: past any x86-64 address space, so
+    // the allocation fails however the system overcommits memory. The inputs
+    // are expanded views of one element: they cost nothing.
+    const MemoryStats before = memory_stats();
+    auto expanded = [](Shape shape) { return ones(Shape(shape.size(), 1)).expand(shape); };
+    auto require_oom = [](const std::function<Tensor()>& op, const std::string& name, const std::string& bytes) {
+        try {
+            op();
+            FAIL("no error for " << name);
+        } catch (const OutOfMemoryError& e) {
+            INFO(e.what());
+            CHECK(std::string(e.what()).rfind("[" + name + "] out of memory", 0) == 0);
+            CHECK(std::string(e.what()).find("(" + bytes + " bytes)") != std::string::npos);
+        }
+    };
+    require_oom([] { return zeros({int64_t{1} << 30, int64_t{1} << 29}); }, "zeros", "2305843009213693952");
+    require_oom([] { return empty({int64_t{1} << 47}, kFloat64); }, "empty", "1125899906842624");
+    require_oom(
+        [&] {
+            return expanded({int64_t{1} << 30, 1}) + expanded({1, int64_t{1} << 29});
+        },
+        "add", "2305843009213693952");
+    require_oom(
+        [&] {
+            return matmul(expanded({int64_t{1} << 23, 1, 1, 1}), expanded({1, int64_t{1} << 23, 1, 1}));
+        },
+        "matmul", "281474976710656");
+    require_oom([&] { return expanded({int64_t{1} << 59}).contiguous(); }, "clone", "2305843009213693952");
+    require_oom([&] { return softmax(expanded({int64_t{1} << 50}), 0); }, "contiguous", "4503599627370496");
+    // Nothing leaked into the cache's books, and allocation still works.
+    CHECK(memory_stats().allocated == before.allocated);
+    CHECK(zeros({3}).sum().item<float>() == 0);
+}
 
 TEST_CASE("a released large buffer serves the next request of its size", "[storage]") {
     empty_cache();
@@ -138,4 +184,15 @@ TEST_CASE("under any pattern of sizes, live plus kept memory stays within the pe
     CHECK(memory_stats().hits > hits); // the repeated sizes were served from the cache
     live.clear();
     empty_cache();
+}
+
+TEST_CASE("reset_peak_memory_stats starts the peak again from what lives", "[storage]") {
+    Tensor keep = block(64 * kPage);
+    { Tensor big = block(4096 * kPage); } // 16 MiB, released into the cache
+    reset_peak_memory_stats();
+    MemoryStats s = memory_stats();
+    CHECK(s.cached == 0);
+    CHECK(s.peak_allocated == s.allocated);
+    Tensor more = block(128 * kPage);
+    CHECK(memory_stats().peak_allocated == s.allocated + 128 * kPage);
 }

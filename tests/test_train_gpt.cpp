@@ -1,9 +1,13 @@
 // train_gpt (examples/train_gpt.cpp): its first training losses match its
-// PyTorch twin's (examples/train_gpt.py) on the generated play; a resumed
-// run and a run interrupted with Ctrl-C continue exactly; bad input exits
-// with status 2 and a clear message, losing nothing saved; --summary prints
-// the model's table. Also: tiny Shakespeare (data/tinyshakespeare.txt) is
-// whole, and the lecture's stages start on it as the twin's do.
+// PyTorch twin's (examples/train_gpt.py) on the generated play, also with
+// clipped gradients; a resumed run and a run interrupted with Ctrl-C
+// continue exactly; bad input exits with status 2 and a clear message,
+// losing nothing saved; a run that diverges stops with status 3 and keeps
+// its last good checkpoint; a run too large for the machine is refused
+// before it allocates (examples/train/memory.h, checked against measured
+// peaks); --summary prints the model's table. Also: tiny Shakespeare
+// (data/tinyshakespeare.txt) is whole, and the lecture's stages start on it
+// as the twin's do.
 #include <catch2/catch.hpp>
 
 #include <csignal>
@@ -17,6 +21,10 @@
 
 #include "../examples/train/corpus.h"
 #include "../examples/train/data.h"
+#include "../examples/train/guard.h"
+#include "../examples/train/memory.h"
+#include "../examples/train/model.h"
+#include "../examples/train/run_state.h"
 #include "check.h"
 #include "process.h"
 
@@ -110,11 +118,13 @@ TEST_CASE("on tiny Shakespeare, train_gpt's first losses match its PyTorch twin'
 
 TEST_CASE("train_gpt's first 10 losses match its PyTorch twin's", "[train_gpt]") {
     const Fixtures& f = fixtures("train");
-    for (const char* preset : {"default", "bigram", "blocks", "layernorm"}) {
+    // "clipped" is the default preset with its gradients clipped to norm 0.5.
+    for (const char* preset : {"default", "bigram", "blocks", "layernorm", "clipped"}) {
         DYNAMIC_SECTION(preset) {
             std::string dir = scratch_dir(preset);
-            CommandResult r =
-                run(std::string("--preset ") + preset + " --max-iters 10 --sample-tokens 20 --out " + dir);
+            std::string flags =
+                std::string(preset) == "clipped" ? "--max-grad-norm 0.5" : std::string("--preset ") + preset;
+            CommandResult r = run(flags + " --max-iters 10 --sample-tokens 20 --out " + dir);
             INFO(r.out);
             REQUIRE(r.status == 0);
             // Losses are printed with 6 decimals; PyTorch's kernels round differently in the last bits.
@@ -235,15 +245,28 @@ TEST_CASE("bad input exits with status 2 and a clear message, losing nothing", "
         CHECK(r.out.find(words) != std::string::npos);
     };
     expect(run("--bogus 1"), "unknown option --bogus");
-    expect(run("--preset huge"), "unknown preset");
+    expect(run("--bogus --out o"), "unknown option --bogus"); // the flag, not the word after it
+    expect(run("--out o --bogus"), "unknown option --bogus");
+    expect(run("--preset huge"), "--preset: unknown preset");
+    expect(run("--lr inf"), "--lr must be a finite number");
+    expect(run("--max-grad-norm 0"), "--max-grad-norm must be a positive number");
+    expect(run("--max-grad-norm abc"), "--max-grad-norm expects a number");
+    std::ofstream(dir + "/a_file") << "x";
+    expect(run("--preset bigram --out " + dir + "/a_file"), "--out " + dir + "/a_file: cannot make it a directory");
     expect(run("--n-embd abc"), "expects a number");
     expect(run("--n-embd 30 --n-head 4"), "divisible");
     expect(run("--max-iters"), "needs a value");
-    expect(run("--data /no/such/file.txt"), "cannot read");
+    expect(run("--data /no/such/file.txt"), "--data /no/such/file.txt: cannot read it: No such file or directory");
+    expect(run("--data " + dir), "--data " + dir + " is a directory");
+    expect(run("--data /dev/null"), "--data /dev/null is not a regular file");
     std::ofstream(dir + "/empty.txt").close();
-    expect(run("--data " + dir + "/empty.txt"), "is empty");
+    expect(run("--data " + dir + "/empty.txt"), "--data " + dir + "/empty.txt is empty");
     std::ofstream(dir + "/short.txt") << "hello world, too short";
-    expect(run("--data " + dir + "/short.txt --block-size 8"), "not longer than block_size");
+    expect(run("--data " + dir + "/short.txt --block-size 8"), "/short.txt is too short");
+    std::ofstream(dir + "/binary.bin") << std::string(500, 'a') + std::string(1, '\0') + std::string(500, 'b');
+    expect(run("--data " + dir + "/binary.bin"), "/binary.bin is not text: it holds a NUL byte at offset 500");
+    std::ofstream(dir + "/latin1.txt") << std::string(500, 'a') + "caf\xe9 " + std::string(500, 'b');
+    expect(run("--data " + dir + "/latin1.txt"), "/latin1.txt is not UTF-8 text: byte 0xe9 at offset 503");
     expect(run("--preset bigram --attention-map " + dir + "/a.svg"), "no attention");
     // A corrupt checkpoint is refused and left as it was.
     std::ofstream(dir + "/bad.safetensors") << "not a checkpoint at all";
@@ -259,4 +282,217 @@ TEST_CASE("bad input exits with status 2 and a clear message, losing nothing", "
     expect(run("--resume " + dir + "/train_gpt.safetensors"), "larger --max-iters");
     CHECK(read_file(dir + "/train_gpt.safetensors") == good);
     fs::remove_all(dir);
+}
+
+TEST_CASE("an unreadable data file says so, with the system's reason", "[train_gpt][errors]") {
+    // Root reads any file, so the reader runs in a child process that has
+    // given up root (as user nobody) when the test runs as root.
+    std::string dir = scratch_dir("unreadable");
+    std::string path = dir + "/secret.txt";
+    std::ofstream(path) << std::string(1000, 'x');
+    fs::permissions(path, fs::perms::none);
+    fs::permissions(dir, fs::perms::all);
+    int pipe_fds[2];
+    REQUIRE(pipe(pipe_fds) == 0);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        close(pipe_fds[0]);
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(97);
+        std::string message = "no error";
+        try {
+            train::read_text_file(path);
+        } catch (const train::InputError& e) {
+            message = e.what();
+        }
+        if (write(pipe_fds[1], message.data(), message.size()) < 0) _exit(98);
+        _exit(0);
+    }
+    close(pipe_fds[1]);
+    std::string message;
+    char buffer[512];
+    for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) message.append(buffer, static_cast<size_t>(n));
+    close(pipe_fds[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    CHECK(message == "--data " + path + ": cannot read it: Permission denied");
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a diverging run stops at once with status 3, says why, and keeps the last good checkpoint",
+          "[train_gpt][diverge]") {
+    // --lr 1e4 (the issue's report) overflows the default model within a few
+    // steps; before, it trained on NaN for 300 steps and saved NaN weights.
+    std::string dir = scratch_dir("diverge");
+    REQUIRE(run("--preset bigram --max-iters 2 --eval-iters 1 --sample-tokens 5 --out " + dir).status == 0);
+    const std::string good = read_file(dir + "/train_gpt.safetensors");
+    CommandResult r = run("--lr 1e4 --max-iters 300 --eval-iters 1 --out " + dir);
+    INFO(r.out);
+    CHECK(r.status == 3);
+    CHECK(r.out.find("training diverged at step ") != std::string::npos);
+    CHECK(r.out.find("--lr 10000") != std::string::npos);
+    CHECK(r.out.find("Try a lower --lr (1000, a tenth), or clip the gradients with --max-grad-norm 1") !=
+          std::string::npos);
+    CHECK(r.out.find("No checkpoint was written") != std::string::npos);
+    CHECK(r.out.find("final:") == std::string::npos);
+    CHECK(read_file(dir + "/train_gpt.safetensors") == good); // the earlier run's checkpoint, untouched
+
+    // Evaluating (and so saving) every step: the checkpoint of the last
+    // evaluation before the bad step is kept, holds finite weights, and a
+    // gentler run resumes from it.
+    std::string every = scratch_dir("diverge_every");
+    r = run("--lr 1e4 --max-iters 300 --eval-interval 1 --eval-iters 1 --out " + every);
+    INFO(r.out);
+    REQUIRE(r.status == 3);
+    const size_t at = r.out.find("diverged at step ") + 17;
+    const int64_t bad_step = std::stoll(r.out.substr(at));
+    CHECK(r.out.find("The last good checkpoint, " + every + "/train_gpt.safetensors (step " + std::to_string(bad_step) +
+                     "), is kept") != std::string::npos);
+    train::RunState saved = train::read_run(every + "/train_gpt.safetensors");
+    CHECK(saved.next_step == bad_step);
+    CHECK(static_cast<int64_t>(saved.step_losses.size()) == bad_step);
+    CHECK(csv_column(every + "/losses.csv", 1).size() == static_cast<size_t>(bad_step));
+    nn::StateDict weights = nn::load_safetensors(every + "/train_gpt.safetensors");
+    for (const auto& [name, t] : weights)
+        if (t.is_floating_point() && name != "eval_train" && name != "eval_val") {
+            INFO(name);
+            CHECK(sum(abs(t) < INFINITY).item<int64_t>() == t.numel()); // finite, if huge
+        }
+    CommandResult gentle = run("--resume " + every + "/train_gpt.safetensors --lr 1e-5 --max-grad-norm 1 --max-iters " +
+                               std::to_string(bad_step + 3) + " --sample-tokens 5 --out " + every);
+    INFO(gentle.out);
+    CHECK(gentle.status == 0);
+    CHECK(train::read_run(every + "/train_gpt.safetensors").options.max_grad_norm == 1.0);
+    fs::remove_all(dir);
+    fs::remove_all(every);
+}
+
+TEST_CASE("a checkpoint is never written from weights that are not finite", "[train_gpt][diverge]") {
+    std::string dir = scratch_dir("nan_weights");
+    const std::string path = dir + "/train_gpt.safetensors";
+    std::ofstream(path) << "the previous checkpoint";
+    train::RunState run_state;
+    run_state.options.model = {.stage = train::Stage::Bigram, .vocab_size = 5, .block_size = 4};
+    run_state.vocab = train::Vocab::from_text("abcde");
+    auto model = train::make_model(run_state.options.model);
+    optim::AdamW optimizer(model->parameters());
+    {
+        NoGradGuard no_grad;
+        model->parameters()[0].view({-1})[3].fill_(NAN);
+    }
+    CHECK_THROWS_WITH(train::save_run(path, run_state, *model, optimizer),
+                      Catch::Contains("refusing to write " + path) &&
+                          Catch::Contains("token_embedding_table.weight holds NaN or infinity"));
+    CHECK(read_file(path) == "the previous checkpoint");
+    {
+        NoGradGuard no_grad;
+        model->parameters()[0].view({-1})[3].fill_(INFINITY);
+    }
+    CHECK_THROWS_AS(train::save_run(path, run_state, *model, optimizer), train::DivergedError);
+    CHECK(read_file(path) == "the previous checkpoint");
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a run too large for the machine is refused before it allocates, with both numbers", "[train_gpt][memory]") {
+    // The issue's two reports: these hung or exhausted the machine.
+    for (const char* args : {"--n-embd 100000", "--batch-size 100000000", "--block-size 100000000 --n-layer 1"}) {
+        DYNAMIC_SECTION(args) {
+            CommandResult r = run(std::string(args) + " --out " + scratch_dir("huge"));
+            INFO(r.out);
+            CHECK(r.status == 2);
+            CHECK(r.out.find("this run needs about ") != std::string::npos);
+            CHECK(r.out.find("is available (") != std::string::npos);
+            CHECK(r.out.find("use a smaller --n-embd, --n-layer, --batch-size or --block-size") != std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("the parameter count is make_model's without building it", "[train_gpt][memory]") {
+    using train::Stage;
+    for (Stage stage : {Stage::Bigram, Stage::Head, Stage::MultiHead, Stage::FeedForward, Stage::Blocks,
+                        Stage::LayerNorm, Stage::GPT}) {
+        train::ModelConfig c{.stage = stage, .vocab_size = 7, .block_size = 5, .n_embd = 12, .n_head = 3, .n_layer = 2};
+        INFO(train::stage_name(stage));
+        CHECK(train::count_parameters(c) == static_cast<double>(train::make_model(c)->num_parameters()));
+    }
+}
+
+TEST_CASE("the memory estimate bounds a training step's measured peak, within a factor of 1.6", "[train_gpt][memory]") {
+    // Peaks measured as ember's allocator counts them (memory_stats), over
+    // everything a run holds: model, AdamW state and a step's graph.
+    using train::Stage;
+    const std::vector<std::pair<train::ModelConfig, int64_t>> runs = {
+        {{.stage = Stage::GPT, .vocab_size = 53, .block_size = 64, .n_embd = 64, .n_head = 4, .n_layer = 3}, 8},
+        {{.stage = Stage::GPT,
+          .vocab_size = 65,
+          .block_size = 32,
+          .n_embd = 48,
+          .n_head = 6,
+          .n_layer = 2,
+          .dropout = 0.2},
+         16},
+        {{.stage = Stage::Blocks, .vocab_size = 65, .block_size = 16, .n_embd = 32, .n_head = 4, .n_layer = 3}, 16},
+        {{.stage = Stage::Bigram, .vocab_size = 65, .block_size = 8}, 32},
+    };
+    for (const auto& [config, batch] : runs) {
+        INFO(train::stage_name(config.stage) << " B=" << batch << " T=" << config.block_size);
+        manual_seed(0);
+        reset_peak_memory_stats();
+        const size_t before = memory_stats().allocated;
+        {
+            auto model = train::make_model(config);
+            optim::AdamW optimizer(model->parameters());
+            Tensor data = randint(config.vocab_size, {batch * config.block_size + 1});
+            for (int step = 0; step < 2; ++step) {
+                auto [x, y] = train::get_batch(data, batch, config.block_size);
+                Tensor logits = model->forward(x);
+                Tensor loss = cross_entropy(logits.view({-1, logits.size(-1)}), y.reshape({-1}));
+                optimizer.zero_grad();
+                loss.backward();
+                optimizer.step();
+            }
+        }
+        const double measured = static_cast<double>(memory_stats().peak_allocated - before);
+        const double estimate = train::estimate_memory(config, batch, 0).total();
+        CHECK(measured <= estimate);
+        CHECK(estimate <= 1.6 * measured);
+    }
+}
+
+TEST_CASE("available memory is MemAvailable, or the cgroup's room when that is less", "[train_gpt][memory]") {
+    std::string root = scratch_dir("meminfo");
+    auto write = [&](const std::string& file, const std::string& text) {
+        fs::create_directories(fs::path(root + file).parent_path());
+        std::ofstream(root + file) << text;
+    };
+    CHECK_FALSE(train::available_memory(root).has_value()); // nothing readable: no limit
+    write("/proc/meminfo", "MemTotal:       24684092 kB\nMemFree:  1000 kB\nMemAvailable:   2048 kB\n");
+    auto limit = train::available_memory(root);
+    REQUIRE(limit);
+    CHECK(limit->bytes == 2048.0 * 1024);
+    CHECK(limit->source == "MemAvailable in /proc/meminfo");
+    // cgroup v2, the process in /box: its limit less its usage, when lower.
+    write("/proc/self/cgroup", "0::/box\n");
+    write("/sys/fs/cgroup/box/memory.max", "1048576\n");
+    write("/sys/fs/cgroup/box/memory.current", "524288\n");
+    CHECK(train::available_memory(root)->bytes == 524288);
+    write("/sys/fs/cgroup/box/memory.max", "max\n"); // no limit there: MemAvailable again
+    CHECK(train::available_memory(root)->bytes == 2048.0 * 1024);
+    // cgroup v1, seen from inside a container (the mount's root).
+    write("/proc/self/cgroup", "4:memory:/elsewhere\n");
+    write("/sys/fs/cgroup/memory/memory.limit_in_bytes", "1000000\n");
+    write("/sys/fs/cgroup/memory/memory.usage_in_bytes", "400000\n");
+    limit = train::available_memory(root);
+    CHECK(limit->bytes == 600000);
+    CHECK(limit->source == "the memory cgroup's limit less its usage");
+
+    train::MemoryEstimate need{.parameters = 1 << 20, .activations = 3 << 20};
+    CHECK(train::memory_problem(need, train::MemoryLimit{8 << 20, "test"}, "--x").empty());
+    CHECK(train::memory_problem(need, std::nullopt, "--x").empty());
+    CHECK(train::memory_problem(need, train::MemoryLimit{2 << 20, "test"}, "--x") ==
+          "this run needs about 4.0 MiB of memory (parameters, gradients and AdamW state 1.0 MiB, activations of a "
+          "batch 3.0 MiB), but only 2.0 MiB is available (test); use a smaller --x");
+    fs::remove_all(root);
 }

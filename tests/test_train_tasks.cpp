@@ -164,11 +164,22 @@ TEST_CASE("train_tasks learns to copy in a short run and the baseline does not",
 
 TEST_CASE("train_tasks rejects bad flags with status 2 and says why", "[train_tasks]") {
     const std::vector<std::pair<std::string, std::string>> cases = {
-        {"--task shuffle", "unknown task 'shuffle'"},   {"--steps abc", "--steps expects an integer, got 'abc'"},
-        {"--steps 0", "--steps must be between 1 and"}, {"--length 40", "--length must be between 2 and 18"},
-        {"--lr -1", "--lr expects a positive number"},  {"--bogus 3", "unknown flag --bogus"},
-        {"--steps", "--steps needs a value"},           {"--n-embd 30 --n-head 4", "must be divisible by --n-head"},
-        {"extra", "unexpected argument 'extra'"},       {"--length 2 --eval-size 2000", "leaving too few to train on"},
+        {"--task shuffle", "unknown task 'shuffle'"},
+        {"--steps abc", "--steps expects an integer, got 'abc'"},
+        {"--steps 0", "--steps must be between 1 and"},
+        {"--length 40", "--length must be between 2 and 18"},
+        {"--lr -1", "--lr expects a positive number"},
+        {"--bogus 3", "unknown flag --bogus"},
+        {"--steps", "--steps needs a value"},
+        {"--n-embd 30 --n-head 4", "must be divisible by --n-head"},
+        {"extra", "unexpected argument 'extra'"},
+        {"--length 2 --eval-size 2000", "leaving too few to train on"},
+        // An unknown flag is named, not the word after it; so is a bad clip.
+        {"--bogus --steps 5", "unknown flag --bogus"},
+        {"--steps 5 --bogus", "unknown flag --bogus"},
+        {"--max-grad-norm 0", "--max-grad-norm expects a positive number"},
+        // A model that cannot fit in memory is refused before it is built.
+        {"--n-embd 65536 --n-head 1", "this run needs about"},
     };
     for (const auto& [args, message] : cases) {
         DYNAMIC_SECTION(args) {
@@ -183,4 +194,22 @@ TEST_CASE("train_tasks rejects bad flags with status 2 and says why", "[train_ta
     Result help = run("--help");
     CHECK(help.status == 0);
     CHECK(help.out.find("--task NAME") != std::string::npos);
+}
+
+TEST_CASE("train_tasks stops with status 3 when training diverges, and clips on request", "[train_tasks][diverge]") {
+    // A learning rate of 1e30 overflows the weights at the first update.
+    Result r = run("--task copy --length 6 --steps 40 --baseline-steps 5 --eval-size 50 --lr 1e30");
+    INFO(r.out << r.err);
+    CHECK(r.status == 3);
+    CHECK(r.err.find("training diverged at step 1: the loss is nan") != std::string::npos);
+    CHECK(r.err.find("--lr 1e+30") != std::string::npos);
+    CHECK(r.err.find("--max-grad-norm") != std::string::npos);
+    CHECK(r.out.find("final:") == std::string::npos);
+    // Clipping changes the run: the same steps learn differently.
+    const std::string args = "--task copy --length 6 --steps 20 --baseline-steps 2 --eval-size 50 --threads 1";
+    Result plain = run(args), clipped = run(args + " --max-grad-norm 0.05");
+    REQUIRE(plain.status == 0);
+    REQUIRE(clipped.status == 0);
+    auto losses = [](const std::string& out) { return out.substr(out.find("  step "), out.find("held-out")); };
+    CHECK(losses(plain.out) != losses(clipped.out));
 }

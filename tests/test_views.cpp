@@ -120,4 +120,10 @@ TEST_CASE("views reject bad dims, sizes and indices", "[views][errors]") {
     CHECK(zeros({5}).chunk(INT64_MAX).size() == 5);
     CHECK_THROWS_AS(zeros({12}).split(Shape{INT64_MAX, INT64_MAX, 12}), ShapeError);
     CHECK_THROWS_AS(ones({1}).expand({int64_t{1} << 32, int64_t{1} << 32}), ValueError);
+    // A tensor with no elements may take any zero-sized shape, but not one
+    // whose other sizes multiply past 2^60 (their product would overflow).
+    CHECK(zeros({0}).view({1 << 20, 0, 1 << 20}).shape() == Shape{1 << 20, 0, 1 << 20});
+    CHECK_THROWS_WITH(zeros({0}).view({int64_t{1} << 40, int64_t{1} << 40, 0}),
+                      Catch::Contains("[view]") && Catch::Contains("too many elements"));
+    CHECK_THROWS_AS(zeros({0}).reshape({int64_t{1} << 62, 4, -1}), ValueError);
 }

@@ -25,7 +25,7 @@ namespace {
 template <typename F>
 Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType dtype, F f) {
     Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
-    Tensor out = empty(shape, dtype);
+    Tensor out = empty_for(op, shape, dtype);
     Tensor ca = converted(a, dtype);
     Tensor cb = converted(b, dtype);
     dispatch(dtype, [&]<typename T>(TypeTag<T>) { map_binary<T, T>(out, ca, cb, [f](T x, T y) { return f(x, y); }); });
@@ -35,8 +35,8 @@ Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType dty
 // out = f(a, s) with the scalar cast to `dtype` first, as PyTorch does
 // (x / 3.0 on float32 divides by float(3.0)).
 template <typename F>
-Tensor scalar_kernel(const Tensor& a, Scalar s, DType dtype, F f) {
-    Tensor out = empty(a.shape(), dtype);
+Tensor scalar_kernel(const char* op, const Tensor& a, Scalar s, DType dtype, F f) {
+    Tensor out = empty_for(op, a.shape(), dtype);
     Tensor ca = converted(a, dtype);
     dispatch(dtype, [&]<typename T>(TypeTag<T>) {
         T v = s.to<T>();
@@ -69,7 +69,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor add(const Tensor& a, Scalar b) {
-    Tensor out = scalar_kernel(a, b, b.result_type(a.dtype()), [](auto x, auto y) { return add_op(x, y); });
+    Tensor out = scalar_kernel("add", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return add_op(x, y); });
     // forward: out = a + b, so da = dout.
     if (needs_grad(a)) attach(out, "AddBackward0", {a}, [](const Tensor& dout) -> Grads { return {dout}; });
     return out;
@@ -88,7 +88,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 
 Tensor sub(const Tensor& a, Scalar b) {
     check_not_bool_sub("sub", b.result_type(a.dtype()));
-    Tensor out = scalar_kernel(a, b, b.result_type(a.dtype()), [](auto x, auto y) { return sub_op(x, y); });
+    Tensor out = scalar_kernel("sub", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return sub_op(x, y); });
     // forward: out = a - b, so da = dout.
     if (needs_grad(a)) attach(out, "SubBackward0", {a}, [](const Tensor& dout) -> Grads { return {dout}; });
     return out;
@@ -96,7 +96,7 @@ Tensor sub(const Tensor& a, Scalar b) {
 
 Tensor sub(Scalar a, const Tensor& b) {
     check_not_bool_sub("sub", a.result_type(b.dtype()));
-    Tensor out = scalar_kernel(b, a, a.result_type(b.dtype()), [](auto x, auto y) { return sub_op(y, x); });
+    Tensor out = scalar_kernel("sub", b, a, a.result_type(b.dtype()), [](auto x, auto y) { return sub_op(y, x); });
     // forward: out = a - b, so db = -dout.
     if (needs_grad(b)) attach(out, "RsubBackward1", {b}, [](const Tensor& dout) -> Grads { return {neg(dout)}; });
     return out;
@@ -123,7 +123,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, Scalar b) {
-    Tensor out = scalar_kernel(a, b, b.result_type(a.dtype()), [](auto x, auto y) { return mul_op(x, y); });
+    Tensor out = scalar_kernel("mul", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return mul_op(x, y); });
     // forward: out = a * b, so da = dout * b.
     if (needs_grad(a)) attach(out, "MulBackward0", {a}, [b](const Tensor& dout) -> Grads { return {mul(dout, b)}; });
     return out;
@@ -148,7 +148,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, Scalar b) {
-    Tensor out = scalar_kernel(a, b, true_div_type(b.result_type(a.dtype())), [](auto x, auto y) { return x / y; });
+    Tensor out =
+        scalar_kernel("div", a, b, true_div_type(b.result_type(a.dtype())), [](auto x, auto y) { return x / y; });
     // forward: out = a / b, so da = dout / b.
     if (needs_grad(a)) attach(out, "DivBackward0", {a}, [b](const Tensor& dout) -> Grads { return {div(dout, b)}; });
     return out;
@@ -197,7 +198,7 @@ Tensor pow(const Tensor& x, Scalar exponent) {
     if (dtype == kInt64 && exponent.to<int64_t>() < 0)
         fail<ValueError>("pow", "integers to negative integer powers are not allowed (tensor of shape ", x.shape(),
                          ", exponent ", exponent.to_double(), ")");
-    Tensor out = empty(x.shape(), dtype);
+    Tensor out = empty_for("pow", x.shape(), dtype);
     Tensor cx = converted(x, dtype);
     dispatch_numeric(dtype, "pow", [&]<typename T>(TypeTag<T>) {
         if constexpr (std::is_integral_v<T>) {

@@ -24,7 +24,7 @@ template <typename Pred>
 Tensor compare(const char* op, const Tensor& a, const Tensor& b, Pred pred) {
     Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
     DType dtype = result_type(a, b);
-    Tensor out = empty(shape, kBool);
+    Tensor out = empty_for(op, shape, kBool);
     Tensor ca = converted(a, dtype);
     Tensor cb = converted(b, dtype);
     dispatch(dtype, [&]<typename T>(TypeTag<T>) {
@@ -98,7 +98,7 @@ void check_mask(const char* op, const Tensor& mask, const Shape& other) {
 // out = condition ? a : b over the broadcast shape of all three, in `dtype`.
 Tensor select_kernel(const char* op, const Tensor& condition, const Tensor& a, const Tensor& b, DType dtype) {
     Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), op), b.shape(), op);
-    Tensor out = empty(shape, dtype);
+    Tensor out = empty_for(op, shape, dtype);
     Tensor ca = converted(a, dtype);
     Tensor cb = converted(b, dtype);
     dispatch(dtype, [&]<typename T>(TypeTag<T>) {

@@ -89,8 +89,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
     }
 
     Tensor x = contiguous_data(logits);
-    Tensor lse = empty({n}, kFloat64); // log sum_j e^(x_nj), per row
-    Tensor loss = empty({}, logits.dtype());
+    Tensor lse = empty_for("cross_entropy", {n}, kFloat64); // log sum_j e^(x_nj), per row
+    Tensor loss = empty_for("cross_entropy", {}, logits.dtype());
     dispatch_floating(x.dtype(), "cross_entropy", [&]<typename T>(TypeTag<T>) {
         const T* px = x.data_ptr<T>();
         double* pl = lse.data_ptr<double>();
@@ -108,7 +108,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
                [xs = SavedTensor(x), ts = SavedTensor(t), ls = SavedTensor(lse), ignore_index, count, n,
                 c](const Tensor& dout) -> Grads {
                    const Tensor& xv = xs.get();
-                   Tensor dx = empty(xv.shape(), xv.dtype());
+                   Tensor dx = empty_for("cross_entropy", xv.shape(), xv.dtype());
                    dispatch_floating(xv.dtype(), "cross_entropy", [&]<typename T>(TypeTag<T>) {
                        const T* px = xv.data_ptr<T>();
                        const int64_t* pt = ts.get().data_ptr<int64_t>();

@@ -57,7 +57,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
     const double kept =
         x.dtype() == kFloat32 ? static_cast<double>(1.0f / static_cast<float>(1.0 - p)) : 1.0 / (1.0 - p);
     Tensor xc = contiguous_data(x);
-    Tensor out = empty(x.shape(), x.dtype());
+    Tensor out = empty_for("dropout", x.shape(), x.dtype());
     dispatch_floating(x.dtype(), "dropout", [&]<typename T>(TypeTag<T>) {
         apply_mask(data_of<T>(xc), words, n, static_cast<T>(kept), out.data_ptr<T>());
     });

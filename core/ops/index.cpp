@@ -24,7 +24,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     std::vector<Tensor> parts;
     for (const Tensor& t : tensors)
         if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
-    if (parts.empty()) return empty({0}, tensors[0].dtype());
+    if (parts.empty()) return empty_for("cat", {0}, tensors[0].dtype());
     const Tensor& first = parts[0];
     if (first.dim() == 0) fail<ShapeError>("cat", "zero-dimensional tensor (shape ()) cannot be concatenated");
     int64_t d = wrap_dim(dim, first.dim(), "cat");
@@ -38,10 +38,12 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
         if (!same)
             fail<ShapeError>("cat", "tensor ", i, " has shape ", t.shape(), " but tensor 0 has shape ", first.shape(),
                              "; all sizes must match except in dimension ", dim);
+        if (t.shape()[d] > kMaxNumel - out_shape[d]) // expanded views can be that large; the sum must not overflow
+            fail<ValueError>("cat", "the result would have more than ", kMaxNumel, " elements along dimension ", dim);
         out_shape[d] += t.shape()[d];
         dtype = promote_types(dtype, t.dtype());
     }
-    Tensor out = empty(out_shape, dtype);
+    Tensor out = empty_for("cat", out_shape, dtype);
     Shape sizes;
     int64_t offset = 0;
     for (const Tensor& t : parts) {
@@ -78,7 +80,7 @@ template <typename Keep>
 Tensor triangle(const Tensor& x_in, const char* op, Keep keep) {
     if (x_in.dim() < 2) fail<ShapeError>(op, "needs a tensor with at least 2 dimensions, got ", x_in.shape());
     Tensor x = contiguous_data(x_in);
-    Tensor out = empty(x.shape(), x.dtype());
+    Tensor out = empty_for(op, x.shape(), x.dtype());
     const int64_t rows = x.shape()[x.dim() - 2], cols = x.shape()[x.dim() - 1];
     const int64_t matrices = rows * cols == 0 ? 0 : x.numel() / (rows * cols);
     dispatch(x.dtype(), [&]<typename T>(TypeTag<T>) {
@@ -128,8 +130,9 @@ Tensor checked_indices(const Tensor& index, int64_t size, const char* op, const 
 }
 
 // dx (contiguous, zeroed, of x's shape) gets dout's entry i added at index[i] along dim.
-Tensor index_add_backward(const Tensor& dout, const Tensor& idx, int64_t dim, const Shape& in_shape) {
-    Tensor dx = zeros(in_shape, dout.dtype());
+Tensor index_add_backward(const char* op, const Tensor& dout, const Tensor& idx, int64_t dim, const Shape& in_shape) {
+    Tensor dx = empty_for(op, in_shape, dout.dtype());
+    dx.zero_();
     Tensor g = contiguous_data(dout);
     DimSplit sx = split_at(in_shape, dim);
     DimSplit sg = split_at(g.shape(), dim);
@@ -153,11 +156,11 @@ Tensor index_add_backward(const Tensor& dout, const Tensor& idx, int64_t dim, co
 
 
 // out[o, i, :] = x[o, index[i], :] around dim d (no autograd).
-Tensor gather_kernel(const Tensor& x, int64_t d, const Tensor& idx) {
+Tensor gather_kernel(const char* op, const Tensor& x, int64_t d, const Tensor& idx) {
     Tensor src = contiguous_data(x);
     Shape out_shape = x.shape();
     out_shape[d] = idx.numel();
-    Tensor out = empty(out_shape, x.dtype());
+    Tensor out = empty_for(op, out_shape, x.dtype());
     DimSplit sx = split_at(src.shape(), d);
     const int64_t* p = idx.data_ptr<int64_t>();
     const int64_t n = idx.numel();
@@ -185,12 +188,12 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
     if (x.dim() == 0) fail<IndexError>("index_select", "cannot index a 0-dimensional tensor");
     int64_t d = wrap_dim(dim, x.dim(), "index_select");
     Tensor idx = checked_indices(index, x.shape()[d], "index_select", x, dim);
-    Tensor out = gather_kernel(x, d, idx);
+    Tensor out = gather_kernel("index_select", x, d, idx);
     // forward: out[.., i, ..] = x[.., index[i], ..], so dx[.., index[i], ..] += dout[.., i, ..].
     if (needs_grad(x))
         attach(out, "IndexSelectBackward0", {x, index},
                [is = SavedTensor(idx), d, in = x.shape()](const Tensor& dout) -> Grads {
-                   return {index_add_backward(dout, is.get(), d, in), Tensor()};
+                   return {index_add_backward("index_select", dout, is.get(), d, in), Tensor()};
                });
     return out;
 }
@@ -221,13 +224,13 @@ Tensor embedding(const Tensor& input, const Tensor& weight) {
     // input (any shape) picks rows of weight (V,C): out is (*input.shape, C).
     Shape out_shape = input.shape();
     out_shape.push_back(weight.shape()[1]);
-    Tensor out = gather_kernel(weight, 0, idx).view(out_shape);
+    Tensor out = gather_kernel("embedding", weight, 0, idx).view(out_shape);
     // forward: out[n] = weight[input[n]], so dweight[input[n]] += dout[n]
     // (a row picked twice gets both gradients).
     if (needs_grad(weight))
         attach(out, "EmbeddingBackward0", {weight, input},
                [is = SavedTensor(idx), in = weight.shape()](const Tensor& dout) -> Grads {
-                   return {index_add_backward(dout.reshape({-1, in[1]}), is.get(), 0, in), Tensor()};
+                   return {index_add_backward("embedding", dout.reshape({-1, in[1]}), is.get(), 0, in), Tensor()};
                });
     return out;
 }

@@ -130,9 +130,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     Tensor xc = contiguous_data(x);
     Tensor wc = weight.defined() ? contiguous_data(weight) : Tensor();
     Tensor bc = bias.defined() ? contiguous_data(bias) : Tensor();
-    Tensor y = empty(x.shape(), x.dtype());
-    Tensor mean = empty({rows}, kFloat64);
-    Tensor rstd = empty({rows}, kFloat64);
+    Tensor y = empty_for("layer_norm", x.shape(), x.dtype());
+    Tensor mean = empty_for("layer_norm", {rows}, kFloat64);
+    Tensor rstd = empty_for("layer_norm", {rows}, kFloat64);
     dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>(TypeTag<T>) {
         const T* px = xc.data_ptr<T>();
         const T *pw = data_or_null<T>(wc), *pb = data_or_null<T>(bc);
@@ -150,9 +150,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                [xs = SavedTensor(xc), ws = SavedTensor(wc), ms = SavedTensor(mean), rs = SavedTensor(rstd), rows, n,
                 need_x, need_w, need_b, shape = normalized_shape](const Tensor& dout) -> Grads {
                    const Tensor& xv = xs.get();
-                   Tensor dx = need_x ? empty(xv.shape(), xv.dtype()) : Tensor();
-                   Tensor dw = need_w ? empty(shape, xv.dtype()) : Tensor();
-                   Tensor db = need_b ? empty(shape, xv.dtype()) : Tensor();
+                   Tensor dx = need_x ? empty_for("layer_norm", xv.shape(), xv.dtype()) : Tensor();
+                   Tensor dw = need_w ? empty_for("layer_norm", shape, xv.dtype()) : Tensor();
+                   Tensor db = need_b ? empty_for("layer_norm", shape, xv.dtype()) : Tensor();
                    // Without a weight, dxhat = dout * 1: exact, and it keeps
                    // branches out of the loops.
                    Tensor w = ws.get().defined() ? ws.get() : ones({n}, xv.dtype());

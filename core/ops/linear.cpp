@@ -53,7 +53,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     // its strides; then each row += b.
     Tensor xc = contiguous_data(x);
     Tensor bc = bias.defined() ? contiguous_data(bias) : Tensor();
-    Tensor y = empty(y_shape, x.dtype());
+    Tensor y = empty_for(name, y_shape, x.dtype());
     dispatch_floating(x.dtype(), name, [&]<typename T>(TypeTag<T>) {
         T* py = y.data_ptr<T>();
         gemm(MatrixRef<const T>{data_of<T>(xc), rows, in, in, 1},
@@ -76,8 +76,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                [xs = SavedTensor(need_w ? xc : Tensor()), ws = SavedTensor(need_x ? weight : Tensor()), need_x, need_w,
                 need_b, rows, in, out, x_shape = x.shape()](const Tensor& dout) -> Grads {
                    Tensor g = contiguous_data(dout);
-                   Tensor dx = need_x ? empty(x_shape, g.dtype()) : Tensor();
-                   Tensor dw = need_w ? empty({out, in}, g.dtype()) : Tensor();
+                   Tensor dx = need_x ? empty_for("linear", x_shape, g.dtype()) : Tensor();
+                   Tensor dw = need_w ? empty_for("linear", {out, in}, g.dtype()) : Tensor();
                    dispatch_floating(g.dtype(), "linear", [&]<typename T>(TypeTag<T>) {
                        const T* pg = data_of<T>(g);
                        if (need_x) {

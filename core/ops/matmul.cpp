@@ -33,7 +33,7 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b) {
     Shape out_shape = batch;
     out_shape.push_back(m);
     out_shape.push_back(n);
-    Tensor out = empty(out_shape, a.dtype());
+    Tensor out = empty_for("matmul", out_shape, a.dtype());
 
     Shape a_full = batch, b_full = batch;
     a_full.insert(a_full.end(), {m, k});

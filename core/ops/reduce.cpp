@@ -133,7 +133,7 @@ bool sums_leading_rows(const Tensor& x, const ReduceGeometry& g) {
 Tensor sum_kernel(const Tensor& x, const Shape& dims, bool keepdim, DType dtype) {
     Tensor cx = converted(x, dtype);
     ReduceGeometry g = reduce_geometry(cx, dims, keepdim, "sum");
-    Tensor out = empty(g.out_shape, dtype);
+    Tensor out = empty_for("sum", g.out_shape, dtype);
     if (is_floating(dtype) && sums_leading_rows(cx, g) && use_fast_kernels()) {
         dispatch_floating(dtype, "sum", [&]<typename T>(TypeTag<T>) {
             column_sum(data_of<T>(cx), g.inner, g.outer, out.data_ptr<T>());
@@ -249,8 +249,8 @@ ValuesIndices extreme(const Tensor& x, const Shape& dims, bool keepdim, bool gre
     if (g.inner == 0)
         fail<IndexError>(op, "cannot take the ", greater ? "max" : "min", " of an empty dimension (shape ", x.shape(),
                          ")");
-    Tensor values = empty(g.out_shape, x.dtype());
-    Tensor indices = empty(g.out_shape, kInt64);
+    Tensor values = empty_for(op, g.out_shape, x.dtype());
+    Tensor indices = empty_for(op, g.out_shape, kInt64);
     dispatch_numeric(x.dtype(), op, [&]<typename T>(TypeTag<T>) {
         T* v = values.data_ptr<T>();
         int64_t* idx = indices.data_ptr<int64_t>();
@@ -351,8 +351,8 @@ ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
     Tensor xc = contiguous_data(x);
     Shape out_shape = x.shape();
     if (x.dim() > 0) out_shape[d] = k;
-    Tensor values = empty(out_shape, x.dtype());
-    Tensor indices = empty(out_shape, kInt64);
+    Tensor values = empty_for("topk", out_shape, x.dtype());
+    Tensor indices = empty_for("topk", out_shape, kInt64);
     DimSplit s = split_at(x.shape(), d);
     if (x.dim() == 0) s = DimSplit{};
     dispatch_numeric(x.dtype(), "topk", [&]<typename T>(TypeTag<T>) {

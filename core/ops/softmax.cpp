@@ -63,7 +63,7 @@ void softmax_row(const T* x, T* out, int64_t stride, int64_t n, bool log) {
 // forward: the softmax (log = false) or log_softmax (log = true) of x along dim.
 Tensor softmax_forward(const Tensor& x_in, int64_t dim, bool log) {
     Tensor x = contiguous_data(x_in);
-    Tensor out = empty(x.shape(), x.dtype());
+    Tensor out = empty_for(log ? "log_softmax" : "softmax", x.shape(), x.dtype());
     dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&]<typename T>(TypeTag<T>) {
         const T* px = x.data_ptr<T>();
         T* po = out.data_ptr<T>();
@@ -83,7 +83,7 @@ Tensor softmax_forward(const Tensor& x_in, int64_t dim, bool log) {
 template <typename Row>
 Tensor row_backward(const Tensor& y, const Tensor& dout, int64_t dim, const char* op, const Row& row) {
     Tensor g = contiguous_data(dout);
-    Tensor dx = empty(y.shape(), y.dtype());
+    Tensor dx = empty_for(op, y.shape(), y.dtype());
     dispatch_floating(y.dtype(), op, [&]<typename T>(TypeTag<T>) {
         const T* py = y.data_ptr<T>();
         const T* pg = g.data_ptr<T>();
@@ -175,7 +175,7 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
     const int64_t n = x.size(-1);
     const bool divide = op == ScaleOp::divide;
     Tensor xc = contiguous_data(x);
-    Tensor y = empty(x.shape(), x.dtype());
+    Tensor y = empty_for(name, x.shape(), x.dtype());
     // forward, per row of n: y = x * s (or x / s); y = -inf where masked;
     // then softmax in place. (With n = 0 there is nothing to compute, nor a
     // row to index.)
@@ -213,7 +213,7 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
                    const Tensor& yv = ys.get();
                    const Tensor& mv = ms.get(); // throws if the mask changed in place since
                    Tensor g = contiguous_data(dout);
-                   Tensor dx = empty(yv.shape(), yv.dtype());
+                   Tensor dx = empty_for("scaled_masked_softmax", yv.shape(), yv.dtype());
                    if (n > 0)
                        dispatch_floating(yv.dtype(), "scaled_masked_softmax", [&]<typename T>(TypeTag<T>) {
                            const T* py = yv.data_ptr<T>();

@@ -23,7 +23,7 @@ namespace {
 template <typename F>
 Tensor float_unary(const char* op, const Tensor& x, F f) {
     DType dtype = x.dtype() == kFloat64 ? kFloat64 : kFloat32;
-    Tensor out = empty(x.shape(), dtype);
+    Tensor out = empty_for(op, x.shape(), dtype);
     Tensor cx = converted(x, dtype);
     dispatch_floating(dtype, op, [&]<typename T>(TypeTag<T>) { map_unary<T, T>(out, cx, [f](T v) { return f(v); }); });
     return out;
@@ -32,7 +32,7 @@ Tensor float_unary(const char* op, const Tensor& x, F f) {
 // out = f(x) in x's own dtype (so neg, abs, relu keep integers integral).
 template <typename F>
 Tensor numeric_unary(const char* op, const Tensor& x, F f) {
-    Tensor out = empty(x.shape(), x.dtype());
+    Tensor out = empty_for(op, x.shape(), x.dtype());
     dispatch_numeric(x.dtype(), op,
                      [&]<typename T>(TypeTag<T>) { map_unary<T, T>(out, x, [f](T v) { return f(v); }); });
     return out;
@@ -42,7 +42,7 @@ Tensor numeric_unary(const char* op, const Tensor& x, F f) {
 // loop instead of a chain of temporaries.
 template <typename F>
 Tensor grad_map(const Tensor& dout, const Tensor& saved, F f) {
-    Tensor dx = empty(saved.shape(), saved.dtype());
+    Tensor dx = empty_for("backward", saved.shape(), saved.dtype());
     Tensor g = converted(dout, saved.dtype());
     dispatch_floating(saved.dtype(), "backward", [&]<typename T>(TypeTag<T>) {
         map_binary<T, T>(dx, g, saved, [f](T gv, T s) { return f(gv, s); });

@@ -70,7 +70,7 @@ Tensor rand(const Shape& shape, TensorOptions options, Generator* generator) {
     if (!is_floating(dtype))
         fail<DTypeError>("rand", "makes float32 or float64 tensors, asked for ", dtype_name(dtype), " of shape ",
                          shape);
-    Tensor out = empty(shape, dtype);
+    Tensor out = internal::empty_for("rand", shape, dtype);
     out.uniform_(0.0, 1.0, generator);
     if (options.requires_grad()) out.requires_grad_(true);
     return out;
@@ -78,7 +78,7 @@ Tensor rand(const Shape& shape, TensorOptions options, Generator* generator) {
 
 Tensor rand_like(const Tensor& other, Generator* generator) {
     check_floating(other, "rand_like");
-    Tensor out = empty_preserving_layout(other, other.dtype());
+    Tensor out = empty_preserving_layout(other, other.dtype(), "rand_like");
     out.uniform_(0.0, 1.0, generator);
     return out;
 }
@@ -145,7 +145,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opti
     const uint64_t range = static_cast<uint64_t>(to) - static_cast<uint64_t>(from);
     const bool wide = range >= (uint64_t{1} << 32) && dtype != kBool;
     Generator& gen = generator_or_default(generator);
-    Tensor out = empty(shape, dtype);
+    Tensor out = internal::empty_for("randint", shape, dtype);
     dispatch(dtype, [&]<typename T>(TypeTag<T>) {
         for_each_in_memory_order<T>(out, [&](T& x) {
             uint64_t r = wide ? gen.random64() : gen.random();
@@ -200,7 +200,7 @@ Tensor& Tensor::bernoulli_(double p, Generator* generator) {
 Tensor bernoulli(const Tensor& p, Generator* generator) {
     check_floating(p, "bernoulli", "the probabilities");
     Tensor probs = contiguous_data(p);
-    Tensor out = empty(p.shape(), p.dtype()); // contiguous, as PyTorch's
+    Tensor out = internal::empty_for("bernoulli", p.shape(), p.dtype()); // contiguous, as PyTorch's
     dispatch_floating(p.dtype(), "bernoulli", [&]<typename T>(TypeTag<T>) {
         const T* pp = probs.data_ptr<T>();
         for (int64_t i = 0; i < probs.numel(); ++i)

@@ -30,15 +30,15 @@ bool is_non_overlapping_and_dense(const Tensor& t) {
     return true;
 }
 
-Tensor empty_preserving_layout(const Tensor& like, DType dtype) {
-    if (like.is_contiguous() || !is_non_overlapping_and_dense(like)) return empty(like.shape(), dtype);
+Tensor empty_preserving_layout(const Tensor& like, DType dtype, const char* op) {
+    if (like.is_contiguous() || !is_non_overlapping_and_dense(like)) return empty_for(op, like.shape(), dtype);
     // A dense permuted layout: strides as like's, over a fresh buffer that
     // starts at the lowest address (offset 0).
     auto impl = std::make_shared<TensorImpl>();
     impl->dtype = dtype;
     impl->shape = like.shape();
     impl->strides = like.strides();
-    impl->storage = std::make_shared<Storage>(static_cast<size_t>(like.numel()) * element_size(dtype));
+    impl->storage = std::make_shared<Storage>(static_cast<size_t>(like.numel()) * element_size(dtype), op);
     return Tensor(std::move(impl));
 }
 

@@ -33,8 +33,8 @@ bool is_non_overlapping_and_dense(const Tensor& t);
 // like's shape and `dtype`, with like's strides when like is dense and
 // non-overlapping (so a transposed input gives a transposed result), else
 // contiguous. randn_like, rand_like and multinomial's noise use it, because
-// the strides decide the order of the draws.
-Tensor empty_preserving_layout(const Tensor& like, DType dtype);
+// the strides decide the order of the draws. `op` names the caller in errors.
+Tensor empty_preserving_layout(const Tensor& like, DType dtype, const char* op);
 
 // The checks every in-place fill makes before drawing: autograd allows the
 // write, and no two elements share a memory location (an expanded tensor).

@@ -48,7 +48,7 @@ void sample_gumbel(const Tensor& probs, int64_t num_samples, int64_t* out, Gener
     const int64_t rows = probs.dim() == 2 ? probs.shape()[0] : 1;
     const int64_t categories = probs.shape().back();
     // q has probs' layout and is drawn in its memory order: B*V doubles.
-    Tensor q = empty_preserving_layout(probs, probs.dtype());
+    Tensor q = empty_preserving_layout(probs, probs.dtype(), "multinomial");
     q.exponential_(1.0, &gen);
     Tensor p = contiguous_data(probs), qc = contiguous_data(q);
     const T* pp = p.data_ptr<T>();
@@ -135,7 +135,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
         fail<ValueError>("multinomial", "at most 2^24 categories, got ", categories, " (probs of shape ", probs.shape(),
                          ")");
     Shape out_shape = probs.dim() == 1 ? Shape{num_samples} : Shape{probs.shape()[0], num_samples};
-    Tensor out = empty(out_shape, kInt64);
+    Tensor out = internal::empty_for("multinomial", out_shape, kInt64);
     if (out.numel() == 0) return out;
     Generator& gen = generator_or_default(generator);
     dispatch_floating(probs.dtype(), "multinomial", [&]<typename T>(TypeTag<T>) {

@@ -212,7 +212,7 @@ Tensor randn(const Shape& shape, TensorOptions options, Generator* generator) {
     if (!is_floating(dtype))
         fail<DTypeError>("randn", "makes float32 or float64 tensors, asked for ", dtype_name(dtype), " of shape ",
                          shape);
-    Tensor out = empty(shape, dtype);
+    Tensor out = internal::empty_for("randn", shape, dtype);
     out.normal_(0.0, 1.0, generator);
     if (options.requires_grad()) out.requires_grad_(true);
     return out;
@@ -222,7 +222,7 @@ Tensor randn_like(const Tensor& other, Generator* generator) {
     check_floating(other, "randn_like");
     // Same strides as other when it is dense: a transposed input gives a
     // transposed (non-contiguous) result, which takes the scalar path.
-    Tensor out = empty_preserving_layout(other, other.dtype());
+    Tensor out = empty_preserving_layout(other, other.dtype(), "randn_like");
     out.normal_(0.0, 1.0, generator);
     return out;
 }

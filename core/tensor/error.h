@@ -48,6 +48,15 @@ public:
     using Error::Error;
 };
 
+// Memory the machine cannot give: a tensor too large for it. The message
+// names the op and the bytes asked for:
+//   [matmul] out of memory: cannot allocate 2.0 EiB (2305843009213693952 bytes)
+// ember never lets std::bad_alloc escape from a tensor allocation.
+class OutOfMemoryError : public Error {
+public:
+    using Error::Error;
+};
+
 // Misuse of the autograd graph: backward twice, backward on a tensor that
 // needs no grad, a saved tensor modified in place, ...
 class AutogradError : public Error {

@@ -9,6 +9,7 @@
 #include "core/autograd/autograd.h"
 #include "core/kernels/loops.h"
 #include "core/ops/ops.h"
+#include "core/tensor/internal.h"
 #include "core/tensor/shape.h"
 
 namespace ember {
@@ -18,19 +19,23 @@ static Tensor finish(Tensor t, const TensorOptions& options) {
     return t;
 }
 
-Tensor empty(const Shape& shape, TensorOptions options) {
-    check_sizes(shape, "empty");
+Tensor internal::empty_for(const char* op, const Shape& shape, DType dtype) {
+    check_sizes(shape, op); // so the byte count below cannot overflow
     auto impl = std::make_shared<TensorImpl>();
-    impl->dtype = options.dtype_or(kFloat32);
+    impl->dtype = dtype;
     impl->shape = shape;
     impl->strides = contiguous_strides(shape);
-    impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * element_size(impl->dtype));
-    return finish(Tensor(std::move(impl)), options);
+    impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * element_size(dtype), op);
+    return Tensor(std::move(impl));
+}
+
+Tensor empty(const Shape& shape, TensorOptions options) {
+    return finish(internal::empty_for("empty", shape, options.dtype_or(kFloat32)), options);
 }
 
 // A fresh tensor filled with `value`, without autograd (made before requires_grad is set).
-static Tensor filled(const Shape& shape, DType dtype, Scalar value) {
-    Tensor t = empty(shape, dtype);
+static Tensor filled(const char* op, const Shape& shape, DType dtype, Scalar value) {
+    Tensor t = internal::empty_for(op, shape, dtype);
     t.fill_(value);
     return t;
 }
@@ -41,18 +46,15 @@ static DType dtype_of_scalar(Scalar value) {
 }
 
 Tensor zeros(const Shape& shape, TensorOptions options) {
-    check_sizes(shape, "zeros");
-    return finish(filled(shape, options.dtype_or(kFloat32), 0), options);
+    return finish(filled("zeros", shape, options.dtype_or(kFloat32), 0), options);
 }
 
 Tensor ones(const Shape& shape, TensorOptions options) {
-    check_sizes(shape, "ones");
-    return finish(filled(shape, options.dtype_or(kFloat32), 1), options);
+    return finish(filled("ones", shape, options.dtype_or(kFloat32), 1), options);
 }
 
 Tensor full(const Shape& shape, Scalar value, TensorOptions options) {
-    check_sizes(shape, "full");
-    return finish(filled(shape, options.dtype_or(dtype_of_scalar(value)), value), options);
+    return finish(filled("full", shape, options.dtype_or(dtype_of_scalar(value)), value), options);
 }
 
 Tensor scalar_tensor(Scalar value, TensorOptions options) { return full({}, value, options); }
@@ -91,7 +93,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
         const uint64_t magnitude = di > 0 ? static_cast<uint64_t>(di) : 0 - static_cast<uint64_t>(di);
         const uint64_t count = span / magnitude + (span % magnitude != 0);
         if (count > (uint64_t{1} << 40)) fail<ValueError>("arange", "would make ", count, " elements");
-        Tensor out = empty({static_cast<int64_t>(count)}, dtype);
+        Tensor out = internal::empty_for("arange", {static_cast<int64_t>(count)}, dtype);
         dispatch(dtype, [&]<typename T>(TypeTag<T>) {
             T* data = out.data_ptr<T>();
             // start + i * step stays within [start, end], so the wrapping sum is exact.
@@ -103,7 +105,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
     }
     double count = std::ceil((e - s) / d);
     if (count > 1e12) fail<ValueError>("arange", "would make ", count, " elements");
-    Tensor out = empty({static_cast<int64_t>(count)}, dtype);
+    Tensor out = internal::empty_for("arange", {static_cast<int64_t>(count)}, dtype);
     // Each value is start + i * step computed in double, then converted once
     // (PyTorch computes in its accumulate type, double for float32).
     dispatch(dtype, [&]<typename T>(TypeTag<T>) {
@@ -116,7 +118,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
 Tensor eye(int64_t n, int64_t m, TensorOptions options) {
     if (m == -1) m = n;
     if (n < 0 || m < 0) fail<ValueError>("eye", "sizes must be non-negative, got n=", n, ", m=", m);
-    Tensor out = filled({n, m}, options.dtype_or(kFloat32), 0);
+    Tensor out = filled("eye", {n, m}, options.dtype_or(kFloat32), 0);
     dispatch(out.dtype(), [&]<typename T>(TypeTag<T>) {
         T* data = out.data_ptr<T>();
         for (int64_t i = 0; i < std::min(n, m); ++i) data[i * m + i] = T(1);
@@ -140,7 +142,7 @@ static Tensor from_values(const std::vector<T>& values, const Shape& shape, Tens
     check_sizes(target, "from_vector");
     if (shape_numel(target) != static_cast<int64_t>(values.size()))
         fail<ShapeError>("from_vector", values.size(), " values cannot fill shape ", target);
-    Tensor out = empty(target, options.dtype_or(inferred_dtype<T>()));
+    Tensor out = internal::empty_for("from_vector", target, options.dtype_or(inferred_dtype<T>()));
     dispatch(out.dtype(), [&]<typename D>(TypeTag<D>) {
         D* data = out.data_ptr<D>();
         for (size_t i = 0; i < values.size(); ++i) data[i] = internal::cast_value<D>(static_cast<T>(values[i]));

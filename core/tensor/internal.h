@@ -8,6 +8,11 @@
 
 namespace ember::internal {
 
+// A fresh contiguous tensor of `shape` and `dtype` for `op`'s result:
+// empty(shape, dtype), with errors naming `op` (a negative or impossibly
+// large shape, or an OutOfMemoryError when the machine cannot hold it).
+Tensor empty_for(const char* op, const Shape& shape, DType dtype);
+
 // A new tensor over `base`'s storage with the given geometry. Views of views
 // remember the tensor that owns the storage, as PyTorch's ._base does.
 Tensor make_view(const Tensor& base, Shape shape, Shape strides, int64_t offset);

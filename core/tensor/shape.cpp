@@ -51,13 +51,12 @@ void check_sizes(const Shape& shape, const char* op) {
     // element) that overflows would wrap around and allocate a tiny buffer.
     // The non-zero sizes are bounded even when another size is 0, since the
     // strides are their products.
-    constexpr int64_t limit = std::numeric_limits<int64_t>::max() / 8;
     for (int64_t s : shape)
         if (s < 0) fail<ValueError>(op, "negative size in shape ", shape);
     int64_t n = 1;
     for (int64_t s : shape) {
         if (s == 0) continue;
-        if (n > limit / s) fail<ValueError>(op, "shape ", shape, " has too many elements");
+        if (n > kMaxNumel / s) fail<ValueError>(op, "shape ", shape, " has too many elements");
         n *= s;
     }
 }

@@ -27,8 +27,12 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 // The shape two shapes broadcast to, or a ShapeError naming `op` and both.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
+// The most elements a tensor may have (about 2^60): its byte count (8 bytes
+// at most per element) still fits in an int64.
+inline constexpr int64_t kMaxNumel = INT64_MAX / 8;
+
 // Validates sizes given to a factory or a view: each must be >= 0, and the
-// element count must stay far from overflow (at most 2^60 elements).
+// element count (the product of the non-zero sizes) at most kMaxNumel.
 void check_sizes(const Shape& shape, const char* op);
 
 } // namespace ember

@@ -5,13 +5,17 @@
 
 #include <array>
 #include <bit>
+#include <cstdio>
 #include <list>
 #include <map>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
 
 #include <sys/mman.h>
+
+#include "core/tensor/error.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -48,6 +52,7 @@ namespace ember {
 static constexpr std::align_val_t kAlignment{64};
 static constexpr size_t kMinCached = size_t{1} << 18; // 256 KiB: from here on, sizes in whole pages
 static constexpr size_t kPage = 4096;
+static constexpr size_t kMaxBytes = size_t{1} << 62; // no machine has this much: refused outright
 
 namespace {
 
@@ -77,6 +82,7 @@ size_t buffer_bytes(size_t nbytes) {
 
 class BufferCache {
 public:
+    // A buffer of `bytes`, or null when the system has none to give.
     void* take(size_t bytes) {
         std::lock_guard<std::mutex> lock(mutex_);
         if (void* p = kept(bytes)) {
@@ -88,16 +94,15 @@ public:
         // Fresh memory: first make room under the high-water mark.
         while (stats_.cached > 0 && stats_.allocated + stats_.cached + bytes > stats_.peak_allocated) release_one();
         ++stats_.misses;
-        void* p;
-        try {
-            p = allocate(bytes);
-        } catch (const std::bad_alloc&) {
+        // A failure (null) is reported by the caller as an ember error.
+        void* p = allocate(bytes);
+        if (!p) {
             // Kept buffers must never be why memory runs out: give them all
-            // back and try once more (a second failure reaches the caller).
+            // back and try once more.
             while (stats_.cached > 0) release_one();
             p = allocate(bytes);
         }
-        return hand_out(p, bytes);
+        return p ? hand_out(p, bytes) : nullptr;
     }
 
     void give_back(void* p, size_t bytes) {
@@ -121,6 +126,13 @@ public:
     MemoryStats stats() {
         std::lock_guard<std::mutex> lock(mutex_);
         return stats_;
+    }
+
+    // The high-water mark from now on: what lives now, with nothing kept.
+    void reset_peak() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        while (stats_.cached > 0) release_one();
+        stats_.peak_allocated = stats_.allocated;
     }
 
 private:
@@ -179,16 +191,16 @@ private:
     // (munmap), so that memory the cache releases leaves the process: glibc
     // keeps freed blocks in its heap, where a process's resident memory grew
     // to 1.4 times its busiest moment's live tensors. Under AddressSanitizer
-    // they go through operator new, which it checks.
+    // they go through operator new, which it checks. Null on failure: the
+    // nothrow form (AddressSanitizer's throwing one aborts instead).
     static void* allocate(size_t bytes) {
 #if !defined(__SANITIZE_ADDRESS__)
         if (bytes >= kMinCached) {
             void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (p == MAP_FAILED) throw std::bad_alloc();
-            return p; // page-aligned, so 64-byte aligned
+            return p == MAP_FAILED ? nullptr : p; // page-aligned, so 64-byte aligned
         }
 #endif
-        return ::operator new(bytes, kAlignment);
+        return ::operator new(bytes, kAlignment, std::nothrow);
     }
     static void deallocate(void* p, size_t bytes) {
 #if !defined(__SANITIZE_ADDRESS__)
@@ -213,15 +225,36 @@ BufferCache& cache() {
     return *c;
 }
 
+// "2.0 EiB": a size for people, in binary units.
+std::string human_bytes(size_t bytes) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double value = static_cast<double>(bytes);
+    int unit = 0;
+    while (value >= 1024 && unit < 6) {
+        value /= 1024;
+        ++unit;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+    return text;
+}
+
 } // namespace
 
 // A size of zero still gets a buffer of its own (64 bytes), so data() is
-// never null; operator new with an alignment throws std::bad_alloc on failure.
-Storage::Storage(size_t nbytes) : nbytes_(nbytes) { data_ = cache().take(buffer_bytes(nbytes)); }
+// never null. A size past the largest buffer (2^62 bytes; more than any
+// address space) is refused before rounding up could overflow.
+Storage::Storage(size_t nbytes, const char* op) : nbytes_(nbytes) {
+    if (nbytes <= kMaxBytes) data_ = cache().take(buffer_bytes(nbytes));
+    if (!data_)
+        fail<OutOfMemoryError>(op, "out of memory: cannot allocate ", human_bytes(nbytes), " (", nbytes, " bytes)");
+}
 
 Storage::~Storage() { cache().give_back(data_, buffer_bytes(nbytes_)); }
 
 MemoryStats memory_stats() { return cache().stats(); }
+
+void reset_peak_memory_stats() { cache().reset_peak(); }
 
 void empty_cache() { cache().clear(); }
 

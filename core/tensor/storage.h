@@ -16,8 +16,10 @@ namespace ember {
 
 class Storage {
 public:
-    // An uninitialised buffer of `nbytes` bytes, 64-byte aligned.
-    explicit Storage(size_t nbytes);
+    // An uninitialised buffer of `nbytes` bytes, 64-byte aligned. When the
+    // machine cannot give that much, throws OutOfMemoryError naming `op` (the
+    // op whose tensor it is) and the size.
+    explicit Storage(size_t nbytes, const char* op = "Storage");
     ~Storage();
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
@@ -53,6 +55,12 @@ struct MemoryStats {
     uint64_t misses = 0;
 };
 MemoryStats memory_stats();
+
+// Starts peak_allocated again from what tensors hold now, like
+// torch.cuda.reset_peak_memory_stats(): to measure one step's peak. Releases
+// the kept buffers first (as empty_cache), since the cache never keeps the
+// process above its peak.
+void reset_peak_memory_stats();
 
 // Returns every buffer the cache keeps to the system (live tensors are not
 // touched), like torch.cuda.empty_cache().

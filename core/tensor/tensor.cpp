@@ -104,14 +104,14 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape) {
 
 Tensor converted(const Tensor& t, DType dtype) {
     if (t.dtype() == dtype) return t;
-    Tensor out = empty(t.shape(), dtype);
+    Tensor out = empty_for("to", t.shape(), dtype);
     copy_elements(out, t);
     return out;
 }
 
 Tensor contiguous_data(const Tensor& t) {
     if (t.is_contiguous()) return t;
-    Tensor out = empty(t.shape(), t.dtype());
+    Tensor out = empty_for("contiguous", t.shape(), t.dtype());
     copy_elements(out, t);
     return out;
 }
@@ -125,7 +125,7 @@ void check_writable(const Tensor& t, const char* op) {
 
 Tensor unaliased(const Tensor& src, const Tensor& dst) {
     if (src.storage() != dst.storage()) return src;
-    Tensor copy = empty(src.shape(), src.dtype());
+    Tensor copy = empty_for("copy_", src.shape(), src.dtype());
     copy_elements(copy, src);
     return copy;
 }
@@ -149,7 +149,7 @@ DimSplit split_at(const Shape& shape, int64_t dim) {
 
 Tensor Tensor::clone() const {
     // forward: out = x (a contiguous copy), so dx = dout.
-    Tensor out = empty(shape(), dtype());
+    Tensor out = internal::empty_for("clone", shape(), dtype());
     internal::copy_elements(out, *this);
     if (needs_grad(*this)) attach(out, "CloneBackward0", {*this}, [](const Tensor& dout) -> Grads { return {dout}; });
     return out;
@@ -157,7 +157,7 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::to(DType target) const {
     if (target == dtype()) return *this;
-    Tensor out = empty(shape(), target);
+    Tensor out = internal::empty_for("to", shape(), target);
     internal::copy_elements(out, *this);
     // forward: out = cast(x), so dx = dout cast back. A cast to int64 or bool
     // is not differentiable: its result simply does not require grad.

@@ -23,7 +23,6 @@ using internal::make_view;
 // Replaces a single -1 in `shape` by whatever makes the element count `numel`.
 static Shape infer_size(const Shape& shape, int64_t numel, const char* op, const Shape& from) {
     Shape out = shape;
-    int64_t known = 1;
     std::optional<size_t> infer;
     for (size_t i = 0; i < shape.size(); ++i) {
         if (shape[i] == -1) {
@@ -31,10 +30,14 @@ static Shape infer_size(const Shape& shape, int64_t numel, const char* op, const
             infer = i;
         } else if (shape[i] < 0) {
             fail<ValueError>(op, "invalid size ", shape[i], " in shape ", shape);
-        } else {
-            known *= shape[i];
         }
     }
+    // The product of the known sizes, checked first so that it cannot overflow
+    // (a tensor with no elements can be viewed with any zero-sized shape).
+    Shape known_sizes = shape;
+    if (infer) known_sizes[*infer] = 1;
+    check_sizes(known_sizes, op);
+    const int64_t known = shape_numel(known_sizes);
     if (infer) {
         if (known == 0 || numel % known != 0)
             fail<ShapeError>(op, "shape ", shape, " is invalid for a tensor of shape ", from, " (", numel,

@@ -1,12 +1,80 @@
-// Vocabulary, split and batches: see data.h.
+// Reading and checking a text, vocabulary, split and batches: see data.h.
 #include "data.h"
 
 #include <algorithm>
-#include <stdexcept>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
 
 namespace train {
 
 using namespace ember;
+
+// ---- reading a text file -----------------------------------------------------------------
+
+std::string read_text_file(const std::string& path, const std::string& flag) {
+    const std::string name = flag + " " + path;
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) throw InputError(name + ": cannot read it: " + std::strerror(errno));
+    if (S_ISDIR(info.st_mode)) throw InputError(name + " is a directory; give a text file");
+    if (!S_ISREG(info.st_mode)) throw InputError(name + " is not a regular file; give a text file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(name + ": cannot read it: " + std::strerror(errno));
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    if (in.bad()) throw InputError(name + ": cannot read it: " + std::strerror(errno));
+    std::string text = buffer.str();
+    if (text.empty()) throw InputError(name + " is empty");
+    check_text(text, name);
+    return text;
+}
+
+namespace {
+
+// The length of the UTF-8 sequence that starts at text[i], or 0 if none
+// does (a stray continuation byte, an overlong form, a surrogate, a code
+// point past U+10FFFF, or a sequence cut short).
+size_t utf8_length(const std::string& text, size_t i) {
+    auto byte = [&](size_t k) { return k < text.size() ? static_cast<unsigned char>(text[k]) : 0u; };
+    auto continuation = [&](size_t k) { return (byte(k) & 0xC0) == 0x80; };
+    const unsigned b = byte(i);
+    if (b < 0x80) return 1;
+    if (b >= 0xC2 && b <= 0xDF) return continuation(i + 1) ? 2 : 0;
+    if (b >= 0xE0 && b <= 0xEF) {
+        const unsigned b1 = byte(i + 1);
+        if ((b == 0xE0 && b1 < 0xA0) || (b == 0xED && b1 >= 0xA0)) return 0; // overlong, surrogate
+        return continuation(i + 1) && continuation(i + 2) ? 3 : 0;
+    }
+    if (b >= 0xF0 && b <= 0xF4) {
+        const unsigned b1 = byte(i + 1);
+        if ((b == 0xF0 && b1 < 0x90) || (b == 0xF4 && b1 >= 0x90)) return 0; // overlong, past U+10FFFF
+        return continuation(i + 1) && continuation(i + 2) && continuation(i + 3) ? 4 : 0;
+    }
+    return 0;
+}
+
+} // namespace
+
+void check_text(const std::string& bytes, const std::string& name) {
+    for (size_t i = 0; i < bytes.size();) {
+        if (bytes[i] == '\0')
+            throw InputError(name + " is not text: it holds a NUL byte at offset " + std::to_string(i) +
+                             " (a binary file?)");
+        const size_t n = utf8_length(bytes, i);
+        if (n == 0) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned>(static_cast<unsigned char>(bytes[i])));
+            throw InputError(name + " is not UTF-8 text: byte " + hex + " at offset " + std::to_string(i) +
+                             " starts no character (convert it to UTF-8 first, e.g. with iconv)");
+        }
+        i += n;
+    }
+}
+
+// ---- vocabulary ----------------------------------------------------------------------------
 
 Vocab Vocab::from_text(const std::string& text) {
     std::string chars = text;
@@ -55,6 +123,14 @@ std::string Vocab::decode(const Tensor& ids) const {
 Splits split_90_10(const Tensor& data) {
     const int64_t n = static_cast<int64_t>(0.9 * static_cast<double>(data.numel())); // Python's int(0.9*len)
     return {data.slice(0, 0, n), data.slice(0, n)};
+}
+
+void check_split_lengths(const Splits& data, int64_t block_size, const std::string& name) {
+    if (data.train.numel() > block_size && data.val.numel() > block_size) return;
+    throw InputError(name + " is too short: its training part (90%) has " + std::to_string(data.train.numel()) +
+                     " characters and its validation part (10%) " + std::to_string(data.val.numel()) +
+                     "; each must be longer than --block-size " + std::to_string(block_size) +
+                     ". Use a longer text or a smaller --block-size");
 }
 
 std::pair<Tensor, Tensor> get_batch(const Tensor& data, int64_t batch_size, int64_t block_size) {

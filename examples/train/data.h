@@ -3,9 +3,12 @@
 // the first 90% for training and the rest for validation, and random batches
 // drawn exactly as the lecture's get_batch draws them.
 // Characters are bytes: ASCII text (tiny Shakespeare) is encoded as Python
-// would; other UTF-8 text is encoded byte by byte.
+// would; other UTF-8 text is encoded byte by byte. Reading the text checks
+// it first (a file, readable, text, long enough) and says what is wrong.
+// Tests: tests/test_train_gpt.cpp.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +16,22 @@
 #include <ember.h>
 
 namespace train {
+
+// A problem with the user's input (data, checkpoint, prompt): exit status 2.
+class InputError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// The bytes of the text file `path` given to `flag` (--data). Throws
+// InputError saying exactly what is wrong: it cannot be read (missing,
+// no permission: the system's reason), it is a directory or not a regular
+// file, it is empty, or it is not text (check_text).
+std::string read_text_file(const std::string& path, const std::string& flag = "--data");
+
+// Throws InputError naming `name` unless `bytes` read as text: no NUL byte,
+// and valid UTF-8 (ASCII is). The message gives the first bad byte's offset.
+void check_text(const std::string& bytes, const std::string& name);
 
 class Vocab {
 public:
@@ -35,6 +54,10 @@ struct Splits {
 
 // n = int(0.9 * len): the lecture's split.
 Splits split_90_10(const ember::Tensor& data);
+
+// Throws InputError naming `name` unless each split holds more than
+// block_size characters (one block and the character after it).
+void check_split_lengths(const Splits& data, int64_t block_size, const std::string& name);
 
 // ix = randint(len(data) - block_size, (batch_size,)); x = data[i : i+T] and
 // y = data[i+1 : i+T+1] for each i, stacked: (B,T) each. One draw of B words

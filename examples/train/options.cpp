@@ -2,6 +2,7 @@
 #include "options.h"
 
 #include <charconv>
+#include <cmath>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -74,7 +75,7 @@ void apply_preset(Options& o, const std::string& name) {
         o.eval_interval = 500;
         o.eval_iters = 200;
     } else {
-        throw UsageError("unknown preset \"" + name +
+        throw UsageError("--preset: unknown preset \"" + name +
                          "\" (bigram, embed, head, multihead, ffwd, blocks, layernorm, lecture)");
     }
     o.preset = name;
@@ -103,6 +104,14 @@ void at_least(const std::string& flag, double value, double low) {
     if (!(value >= low)) throw UsageError(flag + " must be at least " + std::to_string(static_cast<int64_t>(low)));
 }
 
+// A positive, finite number (a rate, a norm).
+double positive(const std::string& flag, const std::string& text) {
+    double value = real(flag, text);
+    if (!(value > 0) || !std::isfinite(value))
+        throw UsageError(flag + " must be a positive number, got \"" + text + "\"");
+    return value;
+}
+
 } // namespace
 
 std::string usage() {
@@ -118,11 +127,12 @@ data and presets
 model and training (override the preset)
   --n-embd N  --n-head N  --n-layer N  --block-size N  --dropout P
   --batch-size N  --lr X  --max-iters N  --eval-interval N  --eval-iters N
+  --max-grad-norm X      clip the gradients' global norm to X (default: no clipping)
   --seed N               the random seed (default 1337, the lecture's)
   --threads N            threads for the kernels
 output
   --out DIR              where to write checkpoint, losses and plots (default out)
-  --resume CKPT          continue a run from its checkpoint
+  --resume CKPT          continue a run from its checkpoint (--lr, --max-grad-norm may change)
   --sample-only CKPT     only generate text from a checkpoint
   --sample-tokens N  --temperature T  --top-k K  --sample-seed N
   --attention-map FILE   where to draw the attention of every head (default OUT/attention.svg)
@@ -134,31 +144,7 @@ output
 }
 
 bool parse_options(int argc, char** argv, Options& o) {
-    std::vector<std::pair<std::string, std::string>> flags; // (flag, value)
-    const std::set<std::string> switches = {"--help", "--summary"};
-    for (int i = 1; i < argc; ++i) {
-        std::string arg = argv[i];
-        if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument \"" + arg + "\"");
-        std::string value;
-        if (size_t eq = arg.find('='); eq != std::string::npos) {
-            value = arg.substr(eq + 1);
-            arg = arg.substr(0, eq);
-        } else if (!switches.count(arg)) {
-            if (i + 1 >= argc) throw UsageError(arg + " needs a value");
-            value = argv[++i];
-        }
-        flags.emplace_back(arg, value);
-    }
-    for (const auto& [flag, value] : flags)
-        if (flag == "--help") {
-            std::cout << usage();
-            return false;
-        }
-    // The preset first, so that the other flags override it.
-    apply_preset(o, "default");
-    for (const auto& [flag, value] : flags)
-        if (flag == "--preset") apply_preset(o, value);
-
+    // What each flag does with its value, applied once all are read (below).
     const std::map<std::string, std::function<void(const std::string&, const std::string&)>> setters = {
         {"--preset", [](const std::string&, const std::string&) {}},
         {"--data", [&](auto&, auto& v) { o.data_path = v; }},
@@ -196,7 +182,9 @@ bool parse_options(int argc, char** argv, Options& o) {
          [&](auto& f, auto& v) {
              o.lr = real(f, v);
              at_least(f, o.lr, 0);
+             if (!std::isfinite(o.lr)) throw UsageError(f + " must be a finite number, got \"" + v + "\"");
          }},
+        {"--max-grad-norm", [&](auto& f, auto& v) { o.max_grad_norm = positive(f, v); }},
         {"--max-iters",
          [&](auto& f, auto& v) {
              o.max_iters = number<int64_t>(f, v);
@@ -241,10 +229,39 @@ bool parse_options(int argc, char** argv, Options& o) {
         {"--prompt", [&](auto&, auto& v) { o.prompt = v; }},
         {"--summary", [&](auto&, auto&) { o.summary = true; }},
     };
+    const std::set<std::string> switches = {"--help", "--summary"};
+    // First the flags and their values, each flag known before it takes one,
+    // so that a mistyped flag is what the error names (not the word after it).
+    std::vector<std::pair<std::string, std::string>> flags; // (flag, value)
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg.rfind("--", 0) != 0)
+            throw UsageError("unexpected argument \"" + arg + "\" (options start with --, and each takes one value)");
+        std::string value;
+        const size_t eq = arg.find('=');
+        if (eq != std::string::npos) {
+            value = arg.substr(eq + 1);
+            arg = arg.substr(0, eq);
+        }
+        if (!setters.count(arg) && !switches.count(arg)) throw UsageError("unknown option " + arg);
+        if (eq == std::string::npos && !switches.count(arg)) {
+            if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+            value = argv[++i];
+        }
+        flags.emplace_back(arg, value);
+    }
+    for (const auto& [flag, value] : flags)
+        if (flag == "--help") {
+            std::cout << usage();
+            return false;
+        }
+    // The preset first, so that the other flags override it.
+    apply_preset(o, "default");
+    for (const auto& [flag, value] : flags)
+        if (flag == "--preset") apply_preset(o, value);
     for (const auto& [flag, value] : flags) {
-        auto it = setters.find(flag);
-        if (it == setters.end()) throw UsageError("unknown option " + flag);
-        it->second(flag, value);
+        if (flag == "--help") continue;
+        setters.at(flag)(flag, value);
         o.given.insert(flag);
     }
     if (o.model.n_embd % o.model.n_head != 0)

@@ -3,6 +3,7 @@
 // train_gpt reports with its usage and exit status 2.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <set>
 #include <stdexcept>
@@ -23,6 +24,7 @@ struct Options {
     ModelConfig model;     // stage and sizes (vocab_size comes from the data)
     int64_t batch_size = 32;
     double lr = 1e-3;
+    double max_grad_norm = INFINITY; // clip the gradients' global norm to this (infinity: no clipping)
     int64_t max_iters = 1000;
     int64_t eval_interval = 100;
     int64_t eval_iters = 20;
@@ -41,7 +43,8 @@ struct Options {
     std::set<std::string> given; // the flags given on the command line
 };
 
-// Parses argv; throws UsageError with a message naming the bad flag.
+// Parses argv; throws UsageError with a message naming the bad flag (an
+// unknown flag is named before any value is taken for it).
 // Returns false if --help was asked for (the usage was printed).
 bool parse_options(int argc, char** argv, Options& options);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "evaluate.h"
+#include "guard.h"
 #include "model.h"
 #include "progress.h"
 #include "svg.h"
@@ -88,6 +89,29 @@ void write_results(const Session& s, double final_train, double final_val, doubl
     std::cout << "wrote " << written << "\n";
     std::cout << "final: step=" << o.max_iters << format(" train_loss=%.4f val_loss=%.4f", final_train, final_val)
               << format(" tokens_per_s=%.0f", tokens_per_second) << " params=" << model.num_parameters() << "\n";
+}
+
+int stop_diverged(const Session& s, int64_t step, int64_t first_step, double loss, double grad_norm) {
+    const Options& o = s.run.options;
+    write_losses_csv(o.out_dir + "/losses.csv", s.run);
+    // The loop saves before each evaluation after the first step of the run.
+    const int64_t last_save = step / o.eval_interval * o.eval_interval;
+    std::string kept;
+    if (last_save > first_step)
+        kept = "The last good checkpoint, " + s.checkpoint + " (step " + std::to_string(last_save) +
+               "), is kept; go on from it more gently with: train_gpt --resume " + s.checkpoint + " --lr " +
+               format("%g", o.lr / 10);
+    else if (!o.resume.empty())
+        kept = "The checkpoint this run resumed from, " + o.resume + " (step " + std::to_string(first_step) +
+               "), is unchanged; go on from it more gently with: train_gpt --resume " + o.resume + " --lr " +
+               format("%g", o.lr / 10);
+    else
+        kept = "No checkpoint was written (the run diverged before its first evaluation after step 0), and " +
+               s.checkpoint + ", if there is one from an earlier run, is unchanged";
+    std::fprintf(stderr, "train_gpt: %s\n%s.\nThe losses of the steps before are in %s/losses.csv.\n",
+                 divergence_message(step, loss, grad_norm, o.lr, o.max_grad_norm).c_str(), kept.c_str(),
+                 o.out_dir.c_str());
+    return 3;
 }
 
 void sample_only(const Options& o) {

@@ -1,7 +1,8 @@
 // What a train_gpt run leaves behind after its loop: out/losses.csv, the loss
 // curve (loss.svg), sample.txt, the attention map (attention.svg, or
 // --attention-map), and the closing lines it prints (the sample, the files
-// written and the machine-readable final line); also --sample-only, which
+// written and the machine-readable final line), or the report of a run that
+// diverged; also --sample-only, which
 // prints a checkpoint's sample and draws its attention without training.
 // Tests: tests/test_train_gpt.cpp, tests/test_svg.cpp; docs: docs/training.md.
 #pragma once
@@ -22,6 +23,13 @@ void write_losses_csv(const std::string& path, const RunState& run);
 // final evaluation, the sample, the attention map (every model but the bigram)
 // and the closing lines.
 void write_results(const Session& s, double final_train, double final_val, double tokens_per_second);
+
+// After step `step` of a run that began at `first_step` gave a loss or a
+// gradient norm that is not finite: writes losses.csv (the steps before it)
+// and says what happened, what to try, and which checkpoint holds the last
+// good state (the one saved at the last evaluation, else the one resumed
+// from; none is written now). Returns train_gpt's exit status for it, 3.
+int stop_diverged(const Session& s, int64_t step, int64_t first_step, double loss, double grad_norm);
 
 // --sample-only CKPT: prints a sample of the checkpoint's model, and draws its
 // attention with --attention-map.

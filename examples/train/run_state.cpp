@@ -5,6 +5,9 @@
 
 #include <cstring>
 
+#include "guard.h"
+#include "progress.h"
+
 namespace train {
 
 using namespace ember;
@@ -26,7 +29,8 @@ nn::Metadata settings(const RunState& run) {
             {"dropout", std::to_string(m.dropout)},
             {"gpt_init", m.gpt_init ? "1" : "0"},
             {"batch_size", std::to_string(o.batch_size)},
-            {"lr", std::to_string(o.lr)},
+            {"lr", format("%.17g", o.lr)},
+            {"max_grad_norm", format("%.17g", o.max_grad_norm)},
             {"max_iters", std::to_string(o.max_iters)},
             {"eval_interval", std::to_string(o.eval_interval)},
             {"eval_iters", std::to_string(o.eval_iters)},
@@ -74,6 +78,8 @@ nn::StateDict with_prefix(const nn::StateDict& all, const std::string& prefix) {
 
 void save_run(const std::string& path, const RunState& run, const nn::Module& model,
               const optim::Optimizer& optimizer) {
+    require_finite(model.state_dict(), path);
+    require_finite(optimizer.state_dict(), path);
     nn::StateDict all;
     for (const auto& [name, t] : model.state_dict()) all.insert("model." + name, t);
     for (const auto& [name, t] : optimizer.state_dict()) all.insert("optim." + name, t);
@@ -119,6 +125,7 @@ RunState read_run(const std::string& path) {
     o.model.gpt_init = int_field(meta, path, "gpt_init") != 0;
     o.batch_size = int_field(meta, path, "batch_size");
     o.lr = real_field(meta, path, "lr");
+    if (meta.count("max_grad_norm")) o.max_grad_norm = real_field(meta, path, "max_grad_norm"); // not in older files
     o.max_iters = int_field(meta, path, "max_iters");
     o.eval_interval = int_field(meta, path, "eval_interval");
     o.eval_iters = int_field(meta, path, "eval_iters");

@@ -30,6 +30,8 @@ struct RunState {
 };
 
 // Writes model, optimiser and generator state with the run state to `path`.
+// Throws DivergedError (guard.h), writing nothing, if the model or the
+// optimiser holds a NaN or an infinity: a checkpoint is always a good one.
 void save_run(const std::string& path, const RunState& run, const ember::nn::Module& model,
               const ember::optim::Optimizer& optimizer);
 

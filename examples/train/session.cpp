@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "corpus.h"
+#include "memory.h"
 #include "model.h"
 #include "progress.h"
 
@@ -21,10 +22,11 @@ const char* kGeneratedPlay = "(generated play)"; // the data_name of the default
 
 // The settings of a resumed run: the checkpoint's, which fix the model, the
 // data and the batches, with what may change taken from the command line
-// (output, threads, sampling, attention map, and a larger --max-iters).
+// (output, threads, sampling, attention map, a larger --max-iters, and the
+// learning rate and clipping, to go on more gently after a divergence).
 Options resumed_options(const Options& given, const RunState& run) {
     for (const char* flag : {"--preset", "--n-embd", "--n-head", "--n-layer", "--block-size", "--dropout",
-                             "--batch-size", "--lr", "--eval-interval", "--eval-iters", "--seed"})
+                             "--batch-size", "--eval-interval", "--eval-iters", "--seed"})
         if (given.given.count(flag))
             throw UsageError(std::string(flag) + " cannot change when resuming (the checkpoint fixes it)");
     Options o = run.options;
@@ -38,27 +40,10 @@ Options resumed_options(const Options& given, const RunState& run) {
     o.attention_map = given.attention_map;
     o.prompt = given.prompt;
     if (given.given.count("--max-iters")) o.max_iters = given.max_iters; // training longer is fine
+    if (given.given.count("--lr")) o.lr = given.lr;
+    if (given.given.count("--max-grad-norm")) o.max_grad_norm = given.max_grad_norm;
     o.data_path = given.given.count("--data") ? given.data_path : run.data_name == kGeneratedPlay ? "" : run.data_name;
     return o;
-}
-
-std::string read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError("cannot read data file " + path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    std::string text = buffer.str();
-    if (text.empty()) throw InputError("data file " + path + " is empty");
-    return text;
-}
-
-// Each split must hold at least one block and its next character.
-void check_lengths(const Splits& data, int64_t block_size) {
-    for (const auto& [name, part] : {std::pair{"training", &data.train}, std::pair{"validation", &data.val}})
-        if (part->numel() <= block_size)
-            throw InputError(std::string("the ") + name + " text (" + std::to_string(part->numel()) +
-                             " characters) is not longer than block_size=" + std::to_string(block_size) +
-                             "; use a longer text or a smaller --block-size");
 }
 
 void print_header(const Session& s, size_t text_chars) {
@@ -85,20 +70,26 @@ Session start_session(Options o) {
     }
 
     // ---- data ---------------------------------------------------------------------------
-    std::string text = o.data_path.empty() ? default_corpus() : read_text(o.data_path);
+    std::string text = o.data_path.empty() ? default_corpus() : read_text_file(o.data_path);
     Vocab vocab = Vocab::from_text(text);
+    o.model.vocab_size = vocab.size();
+    // Refuse a run that cannot fit before its model, optimiser and batches are allocated.
+    MemoryEstimate need = estimate_memory(o.model, o.batch_size, static_cast<double>(text.size()));
+    std::string too_large =
+        memory_problem(need, available_memory(), "--n-embd, --n-layer, --batch-size or --block-size");
+    if (!too_large.empty()) throw UsageError(too_large);
     if (!o.resume.empty()) {
         if (fingerprint(text) != run.data_fingerprint || vocab.chars() != run.vocab.chars())
             throw InputError("the checkpoint was trained on other data than " +
                              (o.data_path.empty() ? std::string("the generated play") : o.data_path));
     }
-    o.model.vocab_size = vocab.size();
     run.options = o;
     run.vocab = vocab;
     run.data_fingerprint = fingerprint(text);
     run.data_name = o.data_path.empty() ? kGeneratedPlay : o.data_path;
     s.data = split_90_10(from_vector(vocab.encode(text)));
-    check_lengths(s.data, o.model.block_size);
+    check_split_lengths(s.data, o.model.block_size,
+                        o.data_path.empty() ? "the generated play" : "--data " + o.data_path);
     if (!o.attention_map.empty() && !has_attention(o.model.stage))
         throw UsageError(std::string("--attention-map: the ") + stage_name(o.model.stage) + " model has no attention");
 
@@ -107,7 +98,10 @@ Session start_session(Options o) {
     s.model = make_model(o.model);
     s.optimizer = std::make_unique<optim::AdamW>(s.model->parameters(), optim::AdamWOptions{.lr = o.lr});
     if (!o.resume.empty()) restore_run(o.resume, *s.model, s.optimizer.get());
-    std::filesystem::create_directories(o.out_dir);
+    std::error_code error;
+    std::filesystem::create_directories(o.out_dir, error);
+    if (error || !std::filesystem::is_directory(o.out_dir))
+        throw InputError("--out " + o.out_dir + ": cannot make it a directory" + (error ? ": " + error.message() : ""));
     s.checkpoint = o.out_dir + "/train_gpt.safetensors";
 
     print_header(s, text.size());

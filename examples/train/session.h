@@ -8,7 +8,6 @@
 #pragma once
 
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include <ember.h>
@@ -19,12 +18,6 @@
 
 namespace train {
 
-// A problem with the user's input (data, checkpoint, prompt): exit status 2.
-class InputError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
-
 struct Session {
     RunState run; // the settings (run.options), vocabulary and losses so far
     Splits data;  // the encoded text: 90% train, 10% val
@@ -34,9 +27,10 @@ struct Session {
 };
 
 // Everything before the first step, in this order: settings, data and its
-// checks, manual_seed(seed), model and optimiser, the output directory, the
-// header. Throws InputError, UsageError (also when a resumed run has no steps
-// left) or ember::nn::CheckpointError.
+// checks, the memory the run needs against what the machine has (memory.h),
+// manual_seed(seed), model and optimiser, the output directory, the header.
+// Throws InputError, UsageError (also when a resumed run has no steps left,
+// or would not fit in memory) or ember::nn::CheckpointError.
 Session start_session(Options o);
 
 } // namespace train

@@ -1,0 +1,45 @@
+// Stopping a run that diverged, and keeping NaN out of checkpoints: see guard.h.
+#include "guard.h"
+
+#include <limits>
+
+#include "progress.h"
+
+namespace train {
+
+using namespace ember;
+
+namespace {
+
+// "nan", "inf" or "2.79e+17" (printf may write "-nan").
+std::string number(double v) { return std::isnan(v) ? "nan" : format("%g", v); }
+
+} // namespace
+
+std::string divergence_message(int64_t step, double loss, double grad_norm, double lr, double max_grad_norm) {
+    std::string text =
+        "training diverged at step " + std::to_string(step) + ": the loss is " + number(loss) +
+        " and the gradient norm " + number(grad_norm) +
+        (std::isfinite(grad_norm) && grad_norm >= kLargestGradNorm && std::isinf(max_grad_norm)
+             ? " (AdamW squares each gradient, and past " + number(kLargestGradNorm) + " the squares overflow float32)"
+             : "") +
+        ". The usual cause is a learning rate too high for the model (--lr " + format("%g", lr) +
+        "): one update moved the weights so far that the numbers overflowed. Try a lower --lr (" +
+        format("%g", lr / 10) + ", a tenth)";
+    if (std::isinf(max_grad_norm)) text += ", or clip the gradients with --max-grad-norm 1";
+    else text += "; the gradients were already clipped to norm " + format("%g", max_grad_norm);
+    return text + ".";
+}
+
+void require_finite(const nn::StateDict& state, const std::string& what) {
+    NoGradGuard no_grad;
+    for (const auto& [name, t] : state) {
+        if (!t.is_floating_point()) continue;
+        // NaN and the infinities are the elements whose magnitude is not below infinity.
+        if (sum(abs(t) < std::numeric_limits<double>::infinity()).item<int64_t>() != t.numel())
+            throw DivergedError("refusing to write " + what + ": " + name + " holds NaN or infinity" +
+                                " (the run diverged); the previous file, if any, is unchanged");
+    }
+}
+
+} // namespace train

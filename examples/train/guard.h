@@ -1,0 +1,47 @@
+// What stops a training run before it loses work: a step whose loss or
+// gradient norm is no longer finite ends the run (exit status 3) with a
+// message saying what happened, why it usually happens and what to try; and
+// no checkpoint is ever written from weights that hold NaN or infinity.
+// Used by train_gpt and train_tasks; tests: tests/test_train_gpt.cpp and
+// tests/test_train_tasks.cpp; docs: docs/training.md ("When training diverges").
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include <ember.h>
+
+namespace train {
+
+// A run stopped because its numbers stopped being finite: exit status 3.
+class DivergedError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// The largest gradient norm a float32 step can take: AdamW squares every
+// gradient element, and a square past float32's largest value (3.4e38)
+// puts an infinity in its state, which no later step removes.
+inline constexpr double kLargestGradNorm = 1.8e19;
+
+// True when a step may go on: its loss and its gradient norm are finite,
+// and the gradient it applies (clipped to max_grad_norm, if that is finite)
+// is below kLargestGradNorm.
+inline bool finite_step(double loss, double grad_norm, double max_grad_norm) {
+    return std::isfinite(loss) && std::isfinite(grad_norm) && std::min(grad_norm, max_grad_norm) < kLargestGradNorm;
+}
+
+// What to tell the user when step `step` had a loss or gradient norm that
+// is not finite: the values, the likely cause (the learning rate `lr`) and
+// what to try (a lower --lr, or --max-grad-norm, unless it is set already:
+// `max_grad_norm` is infinity when off).
+std::string divergence_message(int64_t step, double loss, double grad_norm, double lr, double max_grad_norm);
+
+// Throws DivergedError naming the first tensor of `state` that holds a NaN
+// or an infinity, and `what` the state is for ("the checkpoint").
+void require_finite(const ember::nn::StateDict& state, const std::string& what);
+
+} // namespace train

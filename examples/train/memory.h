@@ -1,0 +1,54 @@
+// How much memory a training run will need, and how much the machine has,
+// worked out before anything large is allocated: a configuration that cannot
+// fit (train_gpt --n-embd 100000, --batch-size 100000000) is refused with
+// both numbers instead of exhausting the machine. The estimate is an upper
+// bound, fitted to ember's measured peaks (memory_stats().peak_allocated)
+// and checked against them by tests/test_train_gpt.cpp; docs/training.md
+// explains it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "model.h"
+
+namespace train {
+
+// What a run needs, in bytes, by part.
+struct MemoryEstimate {
+    double parameters = 0;  // weights, gradients and AdamW's two moments: 16 bytes per parameter
+    double buffers = 0;     // the attention masks (a T x T float per head)
+    double activations = 0; // what one training step keeps for backward, at its peak
+    double data = 0;        // the text: its bytes and its encoded int64 ids
+    double total() const { return parameters + buffers + activations + data; }
+};
+
+// The number of parameters make_model(config) would build, counted without
+// building it (so even an impossible size gives an answer).
+double count_parameters(const ModelConfig& config);
+
+// The memory of training `config` with AdamW on batches of batch_size x
+// block_size tokens from a text of text_bytes characters.
+MemoryEstimate estimate_memory(const ModelConfig& config, int64_t batch_size, double text_bytes);
+
+// The memory this process may still use, and where that number comes from.
+struct MemoryLimit {
+    double bytes = 0;
+    std::string source; // "MemAvailable in /proc/meminfo", or the cgroup's limit
+};
+
+// MemAvailable from /proc/meminfo, or the memory cgroup's limit less its
+// usage when that is lower (a container, a systemd slice). Files are read
+// under `root` (tests point it at a fake tree). Nothing if neither is readable.
+std::optional<MemoryLimit> available_memory(const std::string& root = "");
+
+// Empty if `need` fits in `limit`; otherwise the message that refuses the
+// run, with both numbers and the flags to lower (`shrink`).
+std::string memory_problem(const MemoryEstimate& need, const std::optional<MemoryLimit>& limit,
+                           const std::string& shrink);
+
+// "1.4 TiB": a size for people.
+std::string human_bytes(double bytes);
+
+} // namespace train
