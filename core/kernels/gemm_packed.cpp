@@ -13,7 +13,7 @@
 // The loop nest:
 //
 //   for each block of kNc columns of C (jc):
-//     for each block of kKc values of k (pc):
+//     for each block of kKc values of k (pc): 256 (AVX2), 512 (AVX-512)
 //       pack B[pc:+kc, jc:+nc] into panels of kNr columns    (threads share it, L3)
 //       in parallel, each thread a contiguous range of kMr-row panels of C
 //       (or of kNr-column panels, when C has few rows):
@@ -36,6 +36,7 @@ namespace {
 // The two register tiles the driver can run, with the packing each reads.
 struct Avx2Tile {
     static constexpr int64_t kMr = 6, kNr = 16; // the micro-kernel's tile
+    static constexpr int64_t kKc = 256;         // depth of a block
     static constexpr int64_t kMc = 96;          // rows of A per packed block: 96 x 256 floats = 96 KB (L2)
     static void kernel(int64_t kc, const float* const a[kMr], int64_t acs, const float* b, float* c, int64_t ldc,
                        bool add) {
@@ -51,7 +52,11 @@ struct Avx2Tile {
 
 struct Avx512Tile {
     static constexpr int64_t kMr = 14, kNr = 32;
-    static constexpr int64_t kMc = 112; // 112 x 256 floats = 112 KB (L2)
+    // Deeper blocks than the AVX2 tile's: each tile of C is loaded and
+    // stored once per block, and at 14x32 that round trip costs more than
+    // B's 64 KB panel streaming from L2 (docs/matmul.md, "Block sizes").
+    static constexpr int64_t kKc = 512;
+    static constexpr int64_t kMc = 112; // 112 x 512 floats = 224 KB (L2)
     static void kernel(int64_t kc, const float* const a[kMr], int64_t acs, const float* b, float* c, int64_t ldc,
                        bool add) {
         kernel_14x32_avx512(kc, a, acs, b, c, ldc, add);
@@ -65,9 +70,9 @@ struct Avx512Tile {
     }
 };
 
-constexpr int64_t kKc = 256;          // depth of a block
 constexpr int64_t kNc = 4096;         // columns of B per packed block: 256 x 4096 floats = 4 MB (L3)
 constexpr int64_t kInPlacePanels = 8; // at most this many panels of B: read A in place (block_rows)
+constexpr int64_t kKcInPlace = 256;   // the depth of a block when A is read in place, with either tile
 
 // A 64-byte-aligned scratch buffer that grows as needed and is reused, so
 // the hot loop allocates nothing once warm. One per thread (thread_local).
@@ -205,8 +210,10 @@ void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
     for (int64_t jc = 0; jc < n; jc += kNc) {
         const int64_t nc = std::min(kNc, n - jc);
         const int64_t n_panels = (nc + kNr - 1) / kNr;
-        for (int64_t pc = 0; pc < k; pc += kKc) {
-            const int64_t kc = std::min(kKc, k - pc);
+        const bool a_in_place = (a.col_stride == 1 || a.row_stride == 1) && n_panels <= kInPlacePanels;
+        const int64_t kc_block = a_in_place ? kKcInPlace : Tile::kKc;
+        for (int64_t pc = 0; pc < k; pc += kc_block) {
+            const int64_t kc = std::min(kc_block, k - pc);
             float* bp = b_scratch.get(static_cast<size_t>(n_panels * kc * kNr));
             // Threads pack B's panels side by side (a panel is a kc x kNr copy).
             parallel_for(0, n_panels, grain_for(kc * kNr, kGemmParallelWork / 8),
