@@ -1,5 +1,6 @@
 // attention_averaging: the "mathematical trick" behind self-attention, in the
-// three versions of seed 002 (and the "Let's build GPT" lecture): each token
+// three versions of the "Let's build GPT" lecture (as the self-attention
+// walkthrough notebook repeats them, seed 3333): each token
 // becomes the mean of itself and the tokens before it, computed with loops,
 // with a matrix product, and with softmax over a masked matrix of weights.
 // With the notebook's seeds (3333, 1337) it prints the notebook's numbers.

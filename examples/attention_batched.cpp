@@ -1,8 +1,10 @@
-// attention_batched: all heads in one batched matmul, as seeds 001 and 003
-// build it. Seed 003's experiments (seed 123) show that stacking heads into a
-// batch dim computes the same thing as a loop over heads, and which reshape
-// is right when merging them back; seed 001's classes project Q, K, V with
-// three Linears or with one fused Linear split by chunk. Finally the list of
+// attention_batched: all heads in one batched matmul, as the "Multiple
+// headers" and "Implementing Multi-head Attention" notebooks build it. The
+// first one's experiments (seed 123) show that stacking heads into a batch
+// dim computes the same thing as a loop over heads, how to index one head,
+// and which reshape is right when merging them back; the second one's
+// classes project Q, K, V with three Linears or with one fused Linear split
+// by chunk. Finally the list of
 // heads and the batched form agree when given the same weights.
 // docs/attention.md, section 4.
 //
@@ -13,7 +15,7 @@
 
 using namespace ember;
 
-// Seed 003's head(): causal attention over (..., T, C) inputs.
+// "Multiple headers"' head(): causal attention over (..., T, C) inputs.
 static Tensor head(const Tensor& q, const Tensor& k, const Tensor& v) {
     const int64_t T = q.size(-2), C = q.size(-1);
     Tensor att = matmul(q, k.transpose(-2, -1)) / std::pow(double(C), 0.5); // (..., T, T)
@@ -61,7 +63,8 @@ int main() {
     Tensor x = stack({ones({B * T * C}).view({B, T, C}), ones({B * T * C}).view({B, T, C}) * 2.0}, 1);
     std::cout << x.transpose(1, 2).reshape({B, T, C * 2}) << "\n\n";
 
-    // Seed 001's classes: Q, K, V and O as Linears with bias, no causal mask;
+    // "Implementing Multi-head Attention": Q, K, V and O as Linears with bias,
+    // no causal mask;
     // and V2, one fused qkv Linear laid out per head and split with chunk.
     manual_seed(0); // the notebook sets no seed here; ember fixes one
     const int64_t vocab_size = 15, d_model = 12, seq_len = 5, n_head = 3;

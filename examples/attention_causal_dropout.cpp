@@ -1,7 +1,8 @@
-// attention_causal_dropout: Raschka's causal multi-head attention with
-// dropout (LLMs from Scratch, ch. 3; seed 002's last class). Dropout draws
-// the same masks as PyTorch for the same seed, so the book's printed
-// matrices come out the same; the batched class masks the future with a
+// attention_causal_dropout: causal multi-head attention with dropout, from
+// Raschka's "Build a Large Language Model (From Scratch)", ch. 3 (also the
+// self-attention walkthrough's last class). Dropout draws the same masks as
+// PyTorch for the same seed (a PyTorch build without MKL, docs/random.md),
+// so the book's printed matrices come out the same; the batched class masks the future with a
 // triu buffer and drops attention weights while training.
 // docs/attention.md, section 5.
 //
@@ -38,7 +39,7 @@ int main() {
     // The mask: 1 above the diagonal marks what each token may not see.
     std::cout << triu(ones({3, 3}), 1) << "\n";
 
-    // Seed 002's test of the class, with dropout on the attention weights.
+    // The walkthrough's test of the class, with dropout on the attention weights.
     manual_seed(3333);
     const int64_t B = 4, T = 8, C = 32;
     Tensor x = randn({B, T, C});

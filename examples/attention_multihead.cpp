@@ -1,7 +1,7 @@
-// attention_multihead: several heads side by side, as seed 000 builds them
-// (seed 1337) and the lecture and seed 004 name them: each head attends in
-// its own head_size-dimensional space, the outputs are concatenated back to
-// C channels and projected. nn::MultiHeadAttention does the same thing.
+// attention_multihead: several heads side by side, as the "Multi-Headed
+// Attention" notebook builds them with the lecture's classes (seed 1337):
+// each head attends in its own head_size-dimensional space, the outputs are
+// concatenated back to C channels and projected. nn::MultiHeadAttention does the same thing.
 // Prints the same numbers as the notebook's code run in PyTorch.
 // docs/attention.md, section 3.
 //
@@ -17,7 +17,7 @@ int main() {
     const int64_t B = 4, T = 8, C = 32, head_size = 8, num_heads = 4;
     Tensor x = randn({B, T, C});
 
-    // Seed 000: heads = ModuleList([Head(head_size) for _ in range(num_heads)]),
+    // The notebook: heads = ModuleList([Head(head_size) for _ in range(num_heads)]),
     // proj = Linear(C, C). nn::MultiHeadAttention registers the same modules
     // in the same order, so it draws the same weights.
     nn::MultiHeadAttention mha(num_heads, head_size, C, /*block_size=*/T, /*dropout=*/0.0);

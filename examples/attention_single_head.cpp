@@ -1,5 +1,6 @@
 // attention_single_head: one head of self-attention, as the "Let's build GPT"
-// lecture builds it (seed 1337) and as seed 002 repeats it (seed 3333):
+// lecture builds it (seed 1337) and as the self-attention walkthrough
+// notebook repeats it (seed 3333):
 // queries and keys make data-dependent affinities, a causal mask hides the
 // future, softmax turns affinities into weights, and the weights average the
 // values. Then why the scores are scaled by head_size^-0.5, and the nn::Head
@@ -43,7 +44,7 @@ int main() {
     std::cout << "softmax(logits) = " << softmax(logits, -1) << "\n";
     std::cout << "softmax(logits * 8) = " << softmax(logits * 8, -1) << "  (too sharp: nearly one-hot)\n\n";
 
-    // Seed 002's single head (seed 3333, unscaled as the notebook has it).
+    // The walkthrough's single head (seed 3333, unscaled as the notebook has it).
     manual_seed(3333);
     Tensor x3 = randn({4, 8, 32});
     nn::Linear key3(32, 16, false), query3(32, 16, false), value3(32, 16, false);

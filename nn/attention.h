@@ -14,12 +14,14 @@
 #include "nn/linear.h"
 #include "nn/module.h"
 
-//   Head                       one causal head (the "Let's build GPT" lecture, seeds 000, 004)
-//   MultiHeadAttention         a list of Heads, concatenated and projected (seeds 000, 002, 004)
+//   Head                       one causal head (the "Let's build GPT" lecture's Head)
+//   MultiHeadAttention         a list of Heads, concatenated and projected (the lecture's)
 //   BatchedMultiHeadAttention  all heads in one batched matmul, with Q, K, V as three
-//                              Linears (Raschka's class, seed 001) or one fused Linear
-//                              split with chunk (seed 001's V2); causal or not, with or
+//                              Linears (Raschka's causal MultiHeadAttention, ch. 3) or
+//                              one fused Linear split with chunk ("Implementing
+//                              Multi-head Attention"'s V2); causal or not, with or
 //                              without biases, d_in != d_out allowed
+// (docs/glossary.md names each notebook.)
 
 namespace ember::nn {
 
@@ -94,7 +96,8 @@ struct AttentionConfig {
     bool out_bias = true;
     bool causal = true;
     // One Linear(d_in, 3 d_out) laid out per head as [q_h | k_h | v_h]
-    // (reshape to (B,T,NH,3 hs) and chunk), as seed 001's MultiHeadAttentionV2.
+    // (reshape to (B,T,NH,3 hs) and chunk), as "Implementing Multi-head Attention"'s
+    // MultiHeadAttentionV2.
     bool fused_qkv = false;
     // The scores, mask, softmax, dropout and weights @ v as one
     // scaled_dot_product_attention (docs/flash_attention.md), as nanoGPT's

@@ -88,7 +88,8 @@ struct GPTConfig {
 // model whose forward maps (B,T) ids to (B,T,V) logits: the logits of the
 // last position (the context cropped to block_size), divided by temperature,
 // restricted to the top_k most likely when given, softmaxed and sampled with
-// multinomial, exactly as nanoGPT draws with PyTorch. Records no graph and
+// multinomial, exactly as nanoGPT draws with PyTorch (without MKL:
+// docs/random.md). Records no graph and
 // leaves the model's mode alone (call eval() first to turn dropout off).
 // Each new token runs the model over the whole context; GPT::generate keeps
 // a key/value cache instead.

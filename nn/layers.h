@@ -35,7 +35,8 @@ public:
 };
 
 // Zeroes each element with probability p in training mode (scaling the rest
-// by 1/(1-p)); the identity in eval mode. Same masks as PyTorch's.
+// by 1/(1-p)); the identity in eval mode. Same masks as PyTorch's (builds
+// without MKL: docs/random.md).
 class Dropout : public Module {
 public:
     explicit Dropout(double p = 0.5);

@@ -1,6 +1,6 @@
-// Attention (nn/attention.h): every form in the seeds, matched to PyTorch
+// Attention (nn/attention.h): every form in the notebooks, matched to PyTorch
 // (parameters to the bit, outputs, gradients, dropout masks); the list and
-// batched forms agree; the seeds' mistakes change the result; errors.
+// batched forms agree; the notebooks' mistakes change the result; errors.
 #include <catch2/catch.hpp>
 
 #include "check.h"
@@ -67,7 +67,7 @@ void copy_heads_into(nn::MultiHeadAttention& list, nn::BatchedMultiHeadAttention
 
 } // namespace
 
-TEST_CASE("the list-of-heads and batched forms agree in outputs and gradients (seed 003)", "[attention]") {
+TEST_CASE("the list-of-heads and batched forms agree in outputs and gradients", "[attention]") {
     manual_seed(3);
     const int64_t B = 2, T = 6, C = 12, NH = 3;
     nn::MultiHeadAttention list(NH, C / NH, C, T, 0.0);
@@ -90,7 +90,7 @@ TEST_CASE("the list-of-heads and batched forms agree in outputs and gradients (s
     require_close(list.proj->weight.grad(), batched.out_proj->weight.grad(), {1e-5, 1e-6}, "projection gradient");
 }
 
-TEST_CASE("each mistake in the seeds changes the result", "[attention]") {
+TEST_CASE("each mistake in the notebooks changes the result", "[attention]") {
     manual_seed(1337);
     const int64_t B = 2, T = 5, C = 16, hs = 4, NH = C / hs;
     Tensor q = randn({B, NH, T, hs}), k = randn({B, NH, T, hs}), v = randn({B, NH, T, hs});
@@ -99,10 +99,11 @@ TEST_CASE("each mistake in the seeds changes the result", "[attention]") {
         return matmul(softmax(scores.masked_fill(mask, -INFINITY), -1), values);
     };
     Tensor right = attend(matmul(q, k.transpose(-2, -1)) * std::pow(double(hs), -0.5), v);
-    // Seed 002 (and 004) scale by C**-0.5, the embedding size, not the head size.
+    // The self-attention walkthrough (and the Italian notes) scale by C**-0.5,
+    // the embedding size, not the head size.
     Tensor scaled_by_C = attend(matmul(q, k.transpose(-2, -1)) * std::pow(double(C), -0.5), v);
     CHECK(max(abs(scaled_by_C - right)).item<float>() > 1e-2f);
-    // Seed 003's Head computes q @ v^T where q @ k^T is meant.
+    // "Multiple headers"' Head computes q @ v^T where q @ k^T is meant.
     Tensor q_times_v = attend(matmul(q, v.transpose(-2, -1)) * std::pow(double(hs), -0.5), v);
     CHECK(max(abs(q_times_v - right)).item<float>() > 1e-2f);
     // Merging heads needs the transpose first: (B,NH,T,hs) -> (B,T,NH,hs) -> (B,T,C).
@@ -111,6 +112,14 @@ TEST_CASE("each mistake in the seeds changes the result", "[attention]") {
     CHECK(max(abs(mixed - merged)).item<float>() > 1e-2f);
     // ...while the right merge puts head h's output at channels h*hs .. (h+1)*hs.
     require_equal(merged.index({Slice(), Slice(), Slice(hs, 2 * hs)}), right.select(1, 1));
+    // "Multiple headers"' False: in (B,NH,T,hs), x[1] is batch element 1, not
+    // head 1. With B == NH the shapes agree, so only the values tell.
+    Tensor q2 = randn({2, 2, T, hs}), k2 = randn({2, 2, T, hs}), v2 = randn({2, 2, T, hs});
+    Tensor heads2 = attend(matmul(q2, k2.transpose(-2, -1)), v2); // (B=2,NH=2,T,hs)
+    Tensor head1 = attend(matmul(q2.select(1, 1), k2.select(1, 1).transpose(-2, -1)), v2.select(1, 1)); // (B,T,hs)
+    REQUIRE(heads2[1].shape() == head1.shape());
+    CHECK(max(abs(heads2[1] - head1)).item<float>() > 1e-2f); // the notebook's comparison
+    require_close(heads2.select(1, 1), head1, {1e-6, 1e-6}, "head 1 is x[:, 1]");
 }
 
 TEST_CASE("attention keeps its weights for plots when asked", "[attention]") {

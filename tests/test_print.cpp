@@ -120,7 +120,7 @@ const std::vector<std::string> kGroups = {"seed",      "zero_dim", "fixed",    "
 
 // ---- PyTorch's text, case by case ---------------------------------------------------
 
-TEST_CASE("print: the seed notebooks' outputs", "[print]") { check_group("seed"); }
+TEST_CASE("print: the notebooks' outputs", "[print]") { check_group("seed"); }
 TEST_CASE("print: 0-d tensors", "[print]") { check_group("zero_dim"); }
 TEST_CASE("print: fixed notation, aligned to the widest element", "[print]") { check_group("fixed"); }
 TEST_CASE("print: digits round as Python's format does", "[print]") { check_group("rounding"); }

@@ -45,7 +45,7 @@ TEST_CASE("softmax and log_softmax pass the finite-difference gradient check", "
 }
 
 TEST_CASE("the averaging trick: softmax over a causal mask gives running means", "[softmax]") {
-    // seed 002, version 3: wei = zeros.masked_fill(tril == 0, -inf); softmax(wei, 1)
+    // the averaging trick, version 3: wei = zeros.masked_fill(tril == 0, -inf); softmax(wei, 1)
     Tensor wei = zeros({3, 3}).masked_fill(tril(ones({3, 3})) == 0, -INFINITY);
     require_equal(wei, fixtures("softmax").tensor("averaging.in"));
     require_close(softmax(wei, 1), fixtures("softmax").tensor("averaging.out"));
