@@ -1,6 +1,6 @@
 // Exercise: softmax by hand, and the loss of a guess (docs/exercises.md,
 // docs/softmax.md). softmax(x)_i = exp(x_i) / sum_j exp(x_j). Written just
-// so, it breaks for large x: in float32, exp(x) is inf from x = 88.8 up,
+// so, it breaks for large x: in float32, exp(x) is inf from x = 88.73 up,
 // and inf / inf is nan. Softmax does not change when a constant is added
 // to every x_i, so subtracting the row's max first keeps every exp in
 // [0, 1], which is what ember's softmax (and PyTorch's) does.
