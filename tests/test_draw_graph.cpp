@@ -194,6 +194,9 @@ TEST_CASE("draw_graph writes .dot and .svg files; a leaf alone is a graph of one
     CHECK(draw_graph(a) ==
           std::string(kHeader) + "    n0 [label=\"AccumulateGrad (1)\\ndata [2.0000]\", fillcolor=\"#d9f2d0\"];\n}\n");
     CHECK(xml_problem(draw_graph(a, GraphFormat::Svg)).empty());
+    // Named, it carries its name (its AccumulateGrad exists only while drawn).
+    CHECK(draw_graph(a, GraphFormat::Dot, {{"a", a}}).find("n0 [label=\"a\\nAccumulateGrad (1)\\ndata [2.0000]\"") !=
+          std::string::npos);
 }
 
 TEST_CASE("draw_graph errors name the op, the tensor or the path", "[draw_graph][errors]") {

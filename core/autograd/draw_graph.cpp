@@ -87,6 +87,7 @@ Graph collect(const Tensor& root, const NamedTensors& names) {
         fail<AutogradError>("draw_graph", "tensor of shape ", root.shape(),
                             " does not require grad and has no grad_fn: there is no graph to draw "
                             "(did you forget requires_grad_() on a parameter, or run under NoGradGuard?)");
+    const std::shared_ptr<Node> root_node = gradient_edge(root); // a leaf root gets its AccumulateGrad
     // The node of each named tensor: its grad_fn, or a leaf's AccumulateGrad.
     // The first name given for a node wins.
     std::unordered_map<const Node*, std::pair<std::string, Tensor>> named;
@@ -98,7 +99,6 @@ Graph collect(const Tensor& root, const NamedTensors& names) {
 
     // Breadth-first from the root, following next_functions in input order:
     // a box per node reached, numbered in the order the walk meets them.
-    const std::shared_ptr<Node> root_node = gradient_edge(root); // a leaf root gets its AccumulateGrad
     std::vector<const Node*> nodes{root_node.get()};
     std::vector<Shape> shapes{root.shape()};
     std::unordered_map<const Node*, int> index{{root_node.get(), 0}};
