@@ -13,6 +13,7 @@
 
 #include "core/autograd/autograd.h"
 #include "core/autograd/checkpoint.h"
+#include "core/autograd/draw_graph.h"
 #include "core/autograd/function.h"
 #include "core/autograd/gradcheck.h"
 

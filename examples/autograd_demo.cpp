@@ -3,10 +3,13 @@
 // Act 1 builds micrograd's famous expression (github.com/karpathy/micrograd)
 // from scalars, walks the graph backward, and prints the same numbers as
 // micrograd's README: g = 24.7041, dg/da = 138.8338, dg/db = 645.5773.
+// Then it draws that graph, as micrograd's draw_dot does, into
+// autograd_graph.svg (laid out by ember) and autograd_graph.dot (for
+// Graphviz), in the folder given as argument or else the current one.
 // Act 2 fits a line y = w x + b to noisy points by gradient descent and
 // prints the loss falling. docs/autograd.md explains every step.
 //
-//   build/examples/autograd_demo
+//   build/examples/autograd_demo [output folder]
 #include <cstdio>
 #include <string>
 
@@ -21,7 +24,8 @@ static void print_graph(const std::shared_ptr<Node>& node, int depth, int max_de
     for (const auto& next : node->next_functions()) print_graph(next, depth + 1, max_depth);
 }
 
-int main() {
+int main(int argc, char** argv) {
+    const std::string folder = argc > 1 ? argv[1] : ".";
     std::printf("Act 1: micrograd's expression, differentiated by ember\n\n");
     Tensor a = tensor({-4.0}, kFloat64).requires_grad_();
     Tensor b = tensor({2.0}, kFloat64).requires_grad_();
@@ -36,11 +40,23 @@ int main() {
     Tensor g = f / 2.0;
     g = g + 10.0 / f;
     std::printf("g     = %.4f   (micrograd prints 24.7041)\n", g.item());
+    // Like PyTorch, ember keeps the gradient of leaves only; ask for the
+    // others we want to see in the picture.
+    for (const Tensor& t : {c, d, e, f, g}) t.retain_grad();
     g.backward(ones_like(g));
     std::printf("dg/da = %.4f  (micrograd prints 138.8338)\n", a.grad().item());
     std::printf("dg/db = %.4f  (micrograd prints 645.5773)\n\n", b.grad().item());
     std::printf("The first levels of the graph behind g (each node is a backward function):\n");
     print_graph(g.grad_fn(), 0, 3);
+
+    // The whole graph as a picture. Naming the tensors we still hold lets the
+    // picture show their values and gradients; the temporaries (c + c, ...)
+    // are gone, so their boxes show only the op and the shape.
+    const NamedTensors names{{"a", a}, {"b", b}, {"c", c}, {"d", d}, {"e", e}, {"f", f}, {"g", g}};
+    for (const char* file : {"autograd_graph.dot", "autograd_graph.svg"}) {
+        draw_graph(g, folder + "/" + file, names);
+        std::printf("wrote %s/%s\n", folder.c_str(), file);
+    }
 
     std::printf("\nAct 2: fit y = w x + b to 64 noisy points of y = 3x - 1\n\n");
     manual_seed(1337);

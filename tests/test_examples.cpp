@@ -2,11 +2,16 @@
 // PyTorch (tests/fixtures/fx_examples.py holds the PyTorch twins; with the
 // notebooks' seeds, that is the notebooks' numbers): the same text, and the
 // same numbers to the last printed digit.
+// autograd_demo prints micrograd's numbers and writes the graph picture
+// docs/autograd.md shows.
 #include <catch2/catch.hpp>
 
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "check.h"
 #include "process.h"
@@ -69,4 +74,31 @@ TEST_CASE("the attention examples print their notebooks' numbers", "[examples]")
             }
         }
     }
+}
+
+// autograd_demo draws micrograd's graph; docs/autograd.md shows the SVG it
+// wrote, committed as docs/images/autograd_graph.svg. The two must stay the
+// same: after a change to draw_graph, run the demo into docs/images/.
+TEST_CASE("autograd_demo prints micrograd's numbers and the picture in the docs", "[examples]") {
+    const auto dir = std::filesystem::temp_directory_path() / "ember_test_autograd_demo";
+    std::filesystem::create_directories(dir);
+    const CommandResult run = run_command(std::string(EMBER_EXAMPLES_DIR) + "/autograd_demo " + dir.string());
+    CHECK(run.status == 0);
+    // micrograd's README prints these three numbers for the same expression.
+    for (const char* line : {"g     = 24.7041", "dg/da = 138.8338", "dg/db = 645.5773"}) {
+        INFO(line);
+        CHECK(run.out.find(line) != std::string::npos);
+    }
+    auto read = [](const std::filesystem::path& p) {
+        std::ifstream in(p, std::ios::binary);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    };
+    const std::string svg = read(dir / "autograd_graph.svg");
+    CHECK(svg.find("<svg") != std::string::npos);
+    CHECK(read(dir / "autograd_graph.dot").rfind("digraph autograd {", 0) == 0);
+    INFO("docs/images/autograd_graph.svg is out of date: run autograd_demo docs/images");
+    CHECK(svg == read(std::filesystem::path(EMBER_DOCS_DIR) / "images" / "autograd_graph.svg"));
+    std::filesystem::remove_all(dir);
 }

@@ -87,6 +87,8 @@ public:
     std::string name() const override { return "AccumulateGrad"; }
     Grads apply(const Tensor& dout) override;
     void release() override {} // holds nothing worth freeing; stays usable
+    // The leaf itself (PyTorch: grad_fn.next_functions[0][0].variable).
+    Tensor variable() const { return Tensor(leaf_); }
 
 private:
     std::shared_ptr<TensorImpl> leaf_;

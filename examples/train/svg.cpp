@@ -9,6 +9,8 @@
 // coordinate). Tests: tests/test_svg.cpp.
 #include "svg.h"
 
+#include "core/tensor/svg_text.h"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -28,126 +30,25 @@ namespace train {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr const char* kSans = "DejaVu Sans, Helvetica, Arial, sans-serif";
 constexpr const char* kMono = "DejaVu Sans Mono, Menlo, Consolas, monospace";
 
-// ---- text -------------------------------------------------------------------
-
-// `v` with exactly `decimals` digits after the point ("2.50"): tick labels
-// keep their zeros so a column of them lines up, as matplotlib's do.
-std::string fixed(double v, int decimals) {
-    char buf[400]; // the longest finite double in fixed notation is 309 digits
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
-    std::string s = ec == std::errc{} ? std::string(buf, end) : "0";
-    // Never "-0.00": a zero that was a tiny negative loses its sign.
-    return s.find_first_not_of("-0.") == std::string::npos ? std::string(s, s[0] == '-') : s;
-}
-
-// A coordinate: two decimals at most, trailing zeros dropped ("12.5", "40").
-std::string num(double v) {
-    std::string s = fixed(v, 2);
-    if (s.find('.') != std::string::npos) {
-        s.erase(s.find_last_not_of('0') + 1);
-        if (s.back() == '.') s.pop_back();
-    }
-    return s;
-}
-
-// Text safe inside an element or a quoted attribute: the five XML specials
-// become entities, and anything XML 1.0 cannot hold (control characters, bytes
-// that are not well-formed UTF-8) becomes U+FFFD, so a stray byte in a title
-// cannot make the whole file unreadable. Tabs and newlines become spaces, as
-// SVG would render them anyway.
-std::string xml_text(std::string_view s) {
-    static constexpr uint32_t kMinCodePoint[5] = {0, 0, 0x80, 0x800, 0x10000};
-    std::string out;
-    size_t i = 0;
-    while (i < s.size()) {
-        const auto b = static_cast<unsigned char>(s[i]);
-        if (b < 0x80) {
-            switch (b) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&apos;"; break;
-            case '\t':
-            case '\n':
-            case '\r': out += ' '; break;
-            default: out += b < 0x20 ? "\xEF\xBF\xBD" : std::string(1, char(b));
-            }
-            ++i;
-            continue;
-        }
-        // A multi-byte sequence: its length from the lead byte, then the
-        // continuation bytes; overlong forms, surrogates and U+FFFE/FFFF are
-        // rejected as XML requires.
-        const size_t n = (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 0;
-        bool ok = n != 0 && i + n <= s.size();
-        uint32_t cp = n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 0x07);
-        for (size_t k = 1; ok && k < n; ++k) {
-            const auto c = static_cast<unsigned char>(s[i + k]);
-            ok = (c & 0xC0) == 0x80;
-            cp = (cp << 6) | (c & 0x3F);
-        }
-        ok = ok && cp >= kMinCodePoint[n] && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF) && cp != 0xFFFE &&
-             cp != 0xFFFF;
-        out += ok ? std::string(s.substr(i, n)) : "\xEF\xBF\xBD";
-        i += ok ? n : 1;
-    }
-    return out;
-}
-
-// A width in px, for layout only: n characters of DejaVu Sans at `size` px.
-// Its digits are 0.64 em wide and most letters less, so 0.62 em errs wide.
-double text_width(std::string_view s, double size) {
-    const auto chars = std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; });
-    return 0.62 * size * static_cast<double>(chars);
-}
-
-// `<text>` at (x, y) (y is the baseline) with extra attributes; s is raw text.
-void text(std::string& out, double x, double y, std::string_view s, const std::string& attrs = "") {
-    out += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attrs.empty() ? "" : " " + attrs) + ">" + xml_text(s) +
-           "</text>\n";
-}
+// The text helpers shared with ember's other pictures (core/tensor/svg_text.h).
+using ember::internal::fixed;
+using ember::internal::num;
+using ember::internal::svg_open;
+using ember::internal::svg_text;
+using ember::internal::text_width;
+using ember::internal::xml_text;
 
 std::string line(double x1, double y1, double x2, double y2, const std::string& attrs = "") {
     return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) + "\"" +
            (attrs.empty() ? "" : " " + attrs) + "/>\n";
 }
 
-std::string svg_open(double w, double h) {
-    return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-           num(w) + "\" height=\"" + num(h) + "\" viewBox=\"0 0 " + num(w) + " " + num(h) + "\" font-family=\"" +
-           kSans + "\">\n" + "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
-}
-
-// Writes text to path + ".tmp", then renames it onto path: rename replaces
-// the old file in one step, so a reader (or a crash) sees the old picture or
-// the new one, never half of one. std::filesystem::rename because it replaces
-// an existing file on every platform (std::rename may refuse on Windows).
+// Writes the picture whole or not at all; train's API promises std::runtime_error.
 void write_atomically(const std::string& path, const std::string& svg, const std::string& op) {
-    const std::string tmp = path + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr) {
-        throw std::runtime_error(op + "cannot write '" + path + "': cannot create '" + tmp +
-                                 "': " + std::strerror(errno));
-    }
-    const size_t written = std::fwrite(svg.data(), 1, svg.size(), f);
-    const bool closed = std::fclose(f) == 0; // fclose flushes: a full disk shows here
-    if (written != svg.size() || !closed) {
-        const std::string why = std::strerror(errno);
-        std::remove(tmp.c_str());
-        throw std::runtime_error(op + "cannot write '" + path + "': writing '" + tmp + "' failed: " + why);
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error(op + "cannot write '" + path + "': renaming '" + tmp +
-                                 "' onto it failed: " + ec.message());
-    }
+    const std::string why = ember::internal::write_file_whole(path, svg);
+    if (!why.empty()) throw std::runtime_error(op + "cannot write '" + path + "': " + why);
 }
 
 // ---- axes -------------------------------------------------------------------
@@ -392,8 +293,8 @@ std::string loss_curve_svg(const std::vector<double>& step_losses, const std::ve
     auto py = [&](double y) { return bottom - (y - yr.lo) / (yr.hi - yr.lo) * (bottom - top); };
 
     std::string out = svg_open(W, H);
-    text(out, (left + right) / 2, 30, title,
-         "class=\"title\" font-size=\"16\" font-weight=\"600\" text-anchor=\"middle\" fill=\"#222222\"");
+    svg_text(out, (left + right) / 2, 30, title,
+             "class=\"title\" font-size=\"16\" font-weight=\"600\" text-anchor=\"middle\" fill=\"#222222\"");
     if (!legend.empty()) {
         // Each entry: a 24 px sample, 6 px, its label, 22 px to the next.
         auto entry_w = [](const Entry& e) { return 24 + 6 + text_width(e.label, 12) + 22; };
@@ -403,7 +304,7 @@ std::string loss_curve_svg(const std::vector<double>& step_losses, const std::ve
         out += "<g class=\"legend\" font-size=\"12\" fill=\"#333333\">\n";
         for (const Entry& e : legend) {
             out += legend_sample(x, 52, e.colour, e.width, e.marker);
-            text(out, x + 30, 56, e.label);
+            svg_text(out, x + 30, 56, e.label);
             x += entry_w(e);
         }
         out += "</g>\n";
@@ -449,32 +350,32 @@ std::string loss_curve_svg(const std::vector<double>& step_losses, const std::ve
     out += "<g class=\"x-ticks\" font-size=\"11\" text-anchor=\"middle\" fill=\"#333333\">\n";
     for (size_t i = 0; i < xt.values.size(); ++i) {
         out += line(px(xt.values[i]), bottom, px(xt.values[i]), bottom + 5, "stroke=\"#333333\"");
-        text(out, px(xt.values[i]), bottom + 19, xt.labels[i]);
+        svg_text(out, px(xt.values[i]), bottom + 19, xt.labels[i]);
     }
     out += "</g>\n<g class=\"y-ticks\" font-size=\"11\" text-anchor=\"end\" fill=\"#333333\">\n";
     for (size_t i = 0; i < yt.values.size(); ++i) {
         out += line(left - 5, py(yt.values[i]), left, py(yt.values[i]), "stroke=\"#333333\"");
-        text(out, left - 9, py(yt.values[i]) + 4, yt.labels[i]);
+        svg_text(out, left - 9, py(yt.values[i]) + 4, yt.labels[i]);
     }
     out += "</g>\n";
-    text(out, (left + right) / 2, H - 14, "step",
-         "class=\"x-label\" font-size=\"13\" text-anchor=\"middle\" fill=\"#222222\"");
+    svg_text(out, (left + right) / 2, H - 14, "step",
+             "class=\"x-label\" font-size=\"13\" text-anchor=\"middle\" fill=\"#222222\"");
     const double ymid = (top + bottom) / 2;
-    text(out, 0, 0, "loss",
-         "class=\"y-label\" font-size=\"13\" text-anchor=\"middle\" fill=\"#222222\" transform=\"translate(" +
-             num(left - 18 - ylabel_w) + "," + num(ymid) + ") rotate(-90)\"");
+    svg_text(out, 0, 0, "loss",
+             "class=\"y-label\" font-size=\"13\" text-anchor=\"middle\" fill=\"#222222\" transform=\"translate(" +
+                 num(left - 18 - ylabel_w) + "," + num(ymid) + ") rotate(-90)\"");
 
     // The reference line's label sits above its right end, on a white halo so
     // that it stays readable where the curve passes behind it.
     if (has_ref) {
         const std::string label = reference_label.empty() ? fixed(*reference_loss, 3) : reference_label;
-        text(out, right - 8, py(*reference_loss) - 6, label,
-             "class=\"reference-label\" font-size=\"11\" text-anchor=\"end\" fill=\"#555555\" stroke=\"#ffffff\" "
-             "stroke-width=\"3\" stroke-linejoin=\"round\" paint-order=\"stroke\"");
+        svg_text(out, right - 8, py(*reference_loss) - 6, label,
+                 "class=\"reference-label\" font-size=\"11\" text-anchor=\"end\" fill=\"#555555\" stroke=\"#ffffff\" "
+                 "stroke-width=\"3\" stroke-linejoin=\"round\" paint-order=\"stroke\"");
     }
     if (no_data) {
-        text(out, (left + right) / 2, ymid, "no finite loss values to plot",
-             "class=\"no-data\" font-size=\"13\" text-anchor=\"middle\" fill=\"#888888\"");
+        svg_text(out, (left + right) / 2, ymid, "no finite loss values to plot",
+                 "class=\"no-data\" font-size=\"13\" text-anchor=\"middle\" fill=\"#888888\"");
     }
     out += "</svg>\n";
     return out;
@@ -557,17 +458,17 @@ std::string attention_svg(const std::string& prompt, const std::vector<std::vect
                hex(kBlues[i][0], kBlues[i][1], kBlues[i][2]) + "\"/>";
     }
     out += "</linearGradient></defs>\n";
-    text(out, margin, 36, title, "class=\"title\" font-size=\"18\" font-weight=\"600\" fill=\"#222222\"");
-    text(out, margin, 62, subtitle, "class=\"subtitle\" font-size=\"12\" fill=\"#555555\"");
+    svg_text(out, margin, 36, title, "class=\"title\" font-size=\"18\" font-weight=\"600\" fill=\"#222222\"");
+    svg_text(out, margin, 62, subtitle, "class=\"subtitle\" font-size=\"12\" fill=\"#555555\"");
 
     // The colour scale, top right: what white and dark blue mean.
     const double bar_x = W - margin - 12 - bar_w;
     out += "<g class=\"colour-scale\" font-size=\"11\" fill=\"#444444\">\n";
-    text(out, bar_x + bar_w / 2.0, 24, "attention weight", "text-anchor=\"middle\"");
+    svg_text(out, bar_x + bar_w / 2.0, 24, "attention weight", "text-anchor=\"middle\"");
     out += "<rect x=\"" + num(bar_x) + "\" y=\"31\" width=\"" + std::to_string(bar_w) +
            "\" height=\"10\" fill=\"url(#weight-scale)\" stroke=\"#999999\" stroke-width=\"0.5\"/>\n";
-    text(out, bar_x - 5, 40, "0", "text-anchor=\"end\"");
-    text(out, bar_x + bar_w + 5, 40, "1");
+    svg_text(out, bar_x - 5, 40, "0", "text-anchor=\"end\"");
+    svg_text(out, bar_x + bar_w + 5, 40, "1");
     out += "</g>\n";
 
     // The labels are the same for every heatmap: make them once.
@@ -588,19 +489,19 @@ std::string attention_svg(const std::string& prompt, const std::vector<std::vect
             const int mx = sx + gutter_left + (slot_w - gutter_left - side) / 2; // the matrix's corner
             const int my = sy + title_h + gutter_top;
             out += "<g class=\"heatmap\">\n";
-            text(
+            svg_text(
                 out, mx + side / 2.0, sy + 14, "layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1),
                 "class=\"heatmap-title\" font-size=\"13\" font-weight=\"600\" text-anchor=\"middle\" fill=\"#333333\"");
             // Keys across the top, queries down the side, each centred on its cell.
             out += "<g class=\"key-labels\" font-family=\"" + std::string(kMono) + "\" font-size=\"" + num(label_size) +
                    "\" text-anchor=\"middle\" fill=\"#222222\">\n";
             for (size_t k = 0; k < T; ++k) {
-                text(out, mx + (k + 0.5) * cell, my - 4, labels[k], label_attrs(k));
+                svg_text(out, mx + (k + 0.5) * cell, my - 4, labels[k], label_attrs(k));
             }
             out += "</g>\n<g class=\"query-labels\" font-family=\"" + std::string(kMono) + "\" font-size=\"" +
                    num(label_size) + "\" text-anchor=\"end\" fill=\"#222222\">\n";
             for (size_t q = 0; q < T; ++q) {
-                text(out, mx - 4, my + (q + 0.5) * cell + 0.35 * label_size, labels[q], label_attrs(q));
+                svg_text(out, mx - 4, my + (q + 0.5) * cell + 0.35 * label_size, labels[q], label_attrs(q));
             }
             // The cells, row by row, in the matrix's own coordinates: cell
             // (q, k) at (k * cell, q * cell). crispEdges keeps neighbouring
