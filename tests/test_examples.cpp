@@ -3,7 +3,9 @@
 // notebooks' seeds, that is the notebooks' numbers): the same text, and the
 // same numbers to the last printed digit.
 // autograd_demo prints micrograd's numbers and writes the graph picture
-// docs/autograd.md shows.
+// docs/autograd.md shows. gpt_minimal prints what the lecture's gpt.py
+// prints on tiny Shakespeare (losses and sample), learns, agrees with
+// train_gpt, and refuses bad arguments.
 #include <catch2/catch.hpp>
 
 #include <cctype>
@@ -11,7 +13,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <unistd.h>
+#include <vector>
 
 #include "check.h"
 #include "process.h"
@@ -54,6 +59,41 @@ size_t first_difference(const std::string& got, const std::string& expected) {
     return i == got.size() && j == expected.size() ? std::string::npos : i;
 }
 
+// INFO and CHECK that `got` prints `expected`, by first_difference.
+void check_prints(const std::string& got, const std::string& expected) {
+    size_t at = first_difference(got, expected);
+    if (at != std::string::npos) {
+        size_t line_start = got.rfind('\n', at == 0 ? 0 : at - 1);
+        line_start = line_start == std::string::npos ? 0 : line_start + 1;
+        INFO("first difference at byte " << at << " of ember's output, in the line\n"
+                                         << got.substr(line_start, got.find('\n', at) - line_start)
+                                         << "\nPyTorch printed:\n"
+                                         << expected);
+        CHECK(at == std::string::npos);
+    }
+}
+
+// The lines "step N: train loss X, val loss Y" of a printout, as (N, X, Y).
+struct EvalLine {
+    int64_t step;
+    double train, val;
+};
+std::vector<EvalLine> eval_lines(const std::string& out) {
+    std::vector<EvalLine> lines;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+        long long step;
+        double train, val;
+        if (std::sscanf(line.c_str(), "step %lld: train loss %lf, val loss %lf", &step, &train, &val) == 3)
+            lines.push_back({step, train, val});
+    }
+    return lines;
+}
+
+const std::string kShakespeare = std::string(EMBER_DATA_DIR) + "/tinyshakespeare.txt";
+const std::string kGptMinimal = std::string(EMBER_EXAMPLES_DIR) + "/gpt_minimal";
+
 } // namespace
 
 TEST_CASE("the attention examples print their notebooks' numbers", "[examples]") {
@@ -61,17 +101,98 @@ TEST_CASE("the attention examples print their notebooks' numbers", "[examples]")
                              "attention_causal_dropout"}) {
         DYNAMIC_SECTION(name) {
             std::string got = run_command(std::string(EMBER_EXAMPLES_DIR) + "/" + name).out;
-            std::string expected = fixtures("examples").text(std::string("output.") + name);
-            size_t at = first_difference(got, expected);
-            if (at != std::string::npos) {
-                size_t line_start = got.rfind('\n', at == 0 ? 0 : at - 1);
-                line_start = line_start == std::string::npos ? 0 : line_start + 1;
-                INFO("first difference at byte " << at << " of ember's output, in the line\n"
-                                                 << got.substr(line_start, got.find('\n', at) - line_start)
-                                                 << "\nPyTorch printed:\n"
-                                                 << expected);
-                CHECK(at == std::string::npos);
-            }
+            check_prints(got, fixtures("examples").text(std::string("output.") + name));
+        }
+    }
+}
+
+TEST_CASE("gpt_minimal prints the losses and sample of the lecture's gpt.py, and learns", "[examples][gpt_minimal]") {
+    // 100 steps of a 2-layer model with dropout 0.1 on tiny Shakespeare
+    // (tests/fixtures/fx_examples.py's GPT_MINIMAL_ARGS): about a second.
+    const Fixtures& f = fixtures("examples");
+    const std::string args = f.text("args.gpt_minimal");
+    CommandResult r = run_command(kGptMinimal + " " + kShakespeare + " " + args);
+    REQUIRE(r.status == 0);
+    // The same weights, batches and dropout masks as PyTorch's: the same
+    // losses to the printed digit, and the same characters sampled.
+    check_prints(r.out, f.text("output.gpt_minimal"));
+
+    // It learns: every evaluation below the one before, from ln(65) = 4.17
+    // (gpt.py's _init_weights start near uniform) to well under 3.
+    std::vector<EvalLine> evals = eval_lines(r.out);
+    REQUIRE(evals.size() == 5); // steps 0, 25, 50, 75 and the last, 99
+    CHECK(evals.back().step == 99);
+    CHECK(std::abs(evals[0].val - std::log(65.0)) < 0.05);
+    for (size_t i = 1; i < evals.size(); ++i) {
+        CHECK(evals[i].train < evals[i - 1].train);
+        CHECK(evals[i].val < evals[i - 1].val);
+    }
+    CHECK(evals.back().val < 3.0);
+
+    // The sample: the start token (a newline) and --max-new-tokens 80
+    // characters, every one from tiny Shakespeare's vocabulary.
+    std::ifstream in(kShakespeare, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string shakespeare = text.str();
+    const std::set<char> vocab(shakespeare.begin(), shakespeare.end());
+    REQUIRE(vocab.size() == 65);
+    const size_t last_eval = r.out.rfind("step 99:");
+    REQUIRE(last_eval != std::string::npos);
+    std::string sample = r.out.substr(r.out.find('\n', last_eval) + 1); // after the last eval line
+    REQUIRE(!sample.empty());
+    sample.pop_back(); // the newline the program prints after it
+    CHECK(sample.size() == 81);
+    CHECK(sample[0] == '\n');
+    for (char c : sample) CHECK(vocab.count(c) == 1);
+}
+
+TEST_CASE("gpt_minimal's losses are train_gpt's for the same model and seed", "[examples][gpt_minimal]") {
+    // gpt_minimal builds nn::GPT with gpt.py's initialisation, as train_gpt's
+    // lecture preset does, and draws its batches in the same order, so their
+    // evaluations agree exactly until the last (gpt.py evaluates before the
+    // last step, train_gpt after it).
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("ember_gpt_minimal_" + std::to_string(getpid()))).string();
+    CommandResult minimal = run_command(kGptMinimal + " " + kShakespeare +
+                                        " --batch-size 4 --block-size 8 --n-embd 16 --n-head 2 --n-layer 1"
+                                        " --dropout 0.1 --learning-rate 0.01 --max-iters 41 --eval-interval 20"
+                                        " --eval-iters 3 --max-new-tokens 5");
+    CommandResult trained = run_command(std::string(EMBER_EXAMPLES_DIR) + "/train_gpt --data " + kShakespeare +
+                                        " --preset lecture --batch-size 4 --block-size 8 --n-embd 16 --n-head 2"
+                                        " --n-layer 1 --dropout 0.1 --lr 0.01 --max-iters 41 --eval-interval 20"
+                                        " --eval-iters 3 --sample-tokens 5 --out " +
+                                        dir + " 2>&1");
+    std::filesystem::remove_all(dir);
+    REQUIRE(minimal.status == 0);
+    REQUIRE(trained.status == 0);
+    std::vector<EvalLine> a = eval_lines(minimal.out), b = eval_lines(trained.out);
+    REQUIRE(a.size() == 3); // steps 0, 20 and 40, the last
+    REQUIRE(b.size() == 4); // steps 0, 20, 40 and 41, after the last
+    for (size_t i = 0; i < 3; ++i) {
+        CHECK(a[i].step == b[i].step);
+        CHECK(a[i].train == b[i].train);
+        CHECK(a[i].val == b[i].val);
+    }
+    CHECK(a[1].val < a[0].val);
+}
+
+TEST_CASE("gpt_minimal refuses bad arguments with a message and status 2", "[examples][gpt_minimal]") {
+    struct Bad {
+        std::string args, message;
+    };
+    for (const Bad& bad :
+         {Bad{"--bogus 1", "unknown option --bogus"}, Bad{"--n-embd x", "--n-embd expects a number, got x"},
+          Bad{"--learning-rate 1e-3x", "--learning-rate expects a number, got 1e-3x"},
+          Bad{"--max-iters", "--max-iters needs a value"}, Bad{"no/such/file.txt", "cannot read no/such/file.txt"},
+          Bad{"--block-size 200000", "too short for --block-size 200000"},
+          Bad{"--n-head 64 --n-embd 32", "n_embd=32 does not split into n_head=64 heads"}}) {
+        DYNAMIC_SECTION(bad.args) {
+            std::string data = bad.args.rfind("no/", 0) == 0 ? "" : kShakespeare + " ";
+            CommandResult r = run_command(kGptMinimal + " --max-iters 1 " + data + bad.args + " 2>&1");
+            INFO(r.out);
+            CHECK(r.status == 2);
+            CHECK(r.out.find(bad.message) != std::string::npos);
         }
     }
 }
