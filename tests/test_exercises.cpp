@@ -188,7 +188,7 @@ TEST_CASE("a GPT without the mask beats the entropy of random text", "[exercises
     const double ln_v = std::log(16.0), T = 8;
     CHECK(value(out, "ln V, the loss of a uniform guess") == Approx(ln_v).epsilon(1e-6));
     // Tokens independent and uniform: no causal model can expect less than
-    // ln V (Gibbs' inequality); 2,048 validation tokens put the estimate
+    // ln V (Gibbs' inequality); 1,024 validation tokens put the estimate
     // within about 0.01 of its expectation.
     double masked = value(out, "val loss with the mask");
     CHECK(masked > ln_v - 0.05);
