@@ -212,6 +212,17 @@ TEST_CASE("a GPT with RMSNorm trains as its PyTorch twin", "[exercises][gpt]") {
     require_values(out, "ln_f.weight after 5 steps", f.tensor("rmsnorm.ln_f_weight"), {1e-4, 1e-5});
 }
 
+TEST_CASE("dropout scales what it keeps, and eval() turns it off", "[exercises][training]") {
+    std::string out = run("dropout_eval");
+    // 100,000 draws: the fraction zeroed has a standard deviation of
+    // sqrt(0.2 * 0.8 / 100000) = 0.0013, so +-0.01 is over 7 of them.
+    CHECK(value(out, "fraction zeroed") == Approx(0.2).margin(0.01));
+    CHECK(value(out, "largest kept value") == 1 / (1 - 0.2f));           // 1.25, exact in float32
+    CHECK(value(out, "mean after dropout") == Approx(1).margin(0.0125)); // 1.25 times the fraction kept
+    CHECK(value(out, "loss twice in training mode, difference") > 1e-4); // new masks each call
+    CHECK(value(out, "loss twice after eval(), difference") == 0);       // no randomness left
+}
+
 TEST_CASE("SGD with momentum, written by hand, matches torch.optim.SGD", "[exercises][training]") {
     std::string out = run("sgd_momentum");
     const Fixtures& f = torch_side();
