@@ -77,7 +77,8 @@ TEST_CASE("a transpose is a view", "[exercises][tensor]") {
     CHECK_THAT(out, Catch::Contains("x.t() is contiguous: False\n"));
     CHECK_THAT(out, Catch::Contains("same storage: True\n"));
     CHECK(value(out, "x[1][0] after t[0][1] = 100") == 100);
-    CHECK_THAT(out, Catch::Contains("x.t().view(12): [view]"));
+    CHECK_THAT(out, Catch::Contains("x.t().view(12): [view] a tensor of shape (4,3) with strides (1,4) cannot be "
+                                    "viewed as (12) without a copy"));
     // Element k of x.t() flattened is t[k/3][k%3] = x[k%3][k/3] = 4 (k%3) + k/3, x[1][0] now 100.
     std::vector<double> expected;
     for (int k = 0; k < 12; ++k) expected.push_back(k % 3 == 1 && k / 3 == 0 ? 100 : 4 * (k % 3) + k / 3);
@@ -188,7 +189,7 @@ TEST_CASE("a GPT without the mask beats the entropy of random text", "[exercises
     const double ln_v = std::log(16.0), T = 8;
     CHECK(value(out, "ln V, the loss of a uniform guess") == Approx(ln_v).epsilon(1e-6));
     // Tokens independent and uniform: no causal model can expect less than
-    // ln V (Gibbs' inequality); 2,048 validation tokens put the estimate
+    // ln V (Gibbs' inequality); 1,024 validation tokens put the estimate
     // within about 0.01 of its expectation.
     double masked = value(out, "val loss with the mask");
     CHECK(masked > ln_v - 0.05);
@@ -211,6 +212,17 @@ TEST_CASE("a GPT with RMSNorm trains as its PyTorch twin", "[exercises][gpt]") {
     require_values(out, "ln_f.weight after 5 steps", f.tensor("rmsnorm.ln_f_weight"), {1e-4, 1e-5});
 }
 
+TEST_CASE("dropout scales what it keeps, and eval() turns it off", "[exercises][training]") {
+    std::string out = run("dropout_eval");
+    // 100,000 draws: the fraction zeroed has a standard deviation of
+    // sqrt(0.2 * 0.8 / 100000) = 0.0013, so +-0.01 is over 7 of them.
+    CHECK(value(out, "fraction zeroed") == Approx(0.2).margin(0.01));
+    CHECK(value(out, "largest kept value") == 1 / (1 - 0.2f));           // 1.25, exact in float32
+    CHECK(value(out, "mean after dropout") == Approx(1).margin(0.0125)); // 1.25 times the fraction kept
+    CHECK(value(out, "loss twice in training mode, difference") > 1e-4); // new masks each call
+    CHECK(value(out, "loss twice after eval(), difference") == 0);       // no randomness left
+}
+
 TEST_CASE("SGD with momentum, written by hand, matches torch.optim.SGD", "[exercises][training]") {
     std::string out = run("sgd_momentum");
     const Fixtures& f = torch_side();
@@ -218,7 +230,7 @@ TEST_CASE("SGD with momentum, written by hand, matches torch.optim.SGD", "[exerc
     require_values(out, "losses, MomentumSGD", f.tensor("sgd.momentum.losses"), {1e-5, 1e-7});
     require_values(out, "weight after 5 steps", f.tensor("sgd.momentum.weight"), {1e-5, 1e-6});
     require_values(out, "bias after 5 steps", f.tensor("sgd.momentum.bias"), {1e-5, 1e-6});
-    CHECK(value(out, "largest difference from optim::SGD(momentum = 0.9)") == 0);
+    CHECK(value(out, "largest difference from optim::SGD(momentum = 0.9)") < 1e-6); // the same rule
 }
 
 TEST_CASE("swish as a Function: the right backward passes gradcheck, the wrong fails", "[exercises][extending]") {

@@ -52,14 +52,15 @@ int main() {
         NoGradGuard no_grad;
         x2.select(1, T - 1).copy_(randn({B, C})); // a different last token
     }
-    for (nn::Module* head : {static_cast<nn::Module*>(&causal), static_cast<nn::Module*>(&encoder)}) {
-        const std::string name = head == &causal ? "causal" : "non-causal";
+    auto report = [&](const std::string& name, nn::Module& head) {
         NoGradGuard no_grad;
-        Tensor change = abs((*head)(x2) - (*head)(x)); // (B,T,hs)
+        Tensor change = abs(head(x2) - head(x)); // (B,T,hs)
         // Outputs 0..T-2: a causal head never looked at the last token.
-        print_value((name + ": largest change of outputs 0..T-2").c_str(), max(change.slice(1, 0, T - 1)).item());
-        print_value((name + ": largest change of output T-1").c_str(), max(change.select(1, T - 1)).item());
-    }
+        print_value(name + ": largest change of outputs 0..T-2", max(change.slice(1, 0, T - 1)).item());
+        print_value(name + ": largest change of output T-1", max(change.select(1, T - 1)).item());
+    };
+    report("causal", causal);
+    report("non-causal", encoder);
     print_value("causal: inputs reaching output 0", double(inputs_reaching_first_output(causal, x)));
     print_value("non-causal: inputs reaching output 0", double(inputs_reaching_first_output(encoder, x)));
     return 0;

@@ -5,18 +5,19 @@
 #pragma once
 
 #include <cstdio>
+#include <string>
 
 #include <ember.h>
 
 // "label: 0.5" with enough digits to compare against PyTorch.
-inline void print_value(const char* label, double value) { std::printf("%s: %.9g\n", label, value); }
+inline void print_value(const std::string& label, double value) { std::printf("%s: %.9g\n", label.c_str(), value); }
 
 // "label: v1 v2 ...": every element of t in row-major order (its shape is
 // for the reader to know; the label should say it).
-inline void print_values(const char* label, const ember::Tensor& t) {
+inline void print_values(const std::string& label, const ember::Tensor& t) {
     ember::Tensor flat = t.detach().to(ember::kFloat64).contiguous();
     const double* p = flat.data_ptr<double>();
-    std::printf("%s:", label);
+    std::printf("%s:", label.c_str());
     for (int64_t i = 0; i < flat.numel(); ++i) std::printf(" %.9g", p[i]);
     std::printf("\n");
 }

@@ -27,7 +27,7 @@ static std::pair<Tensor, Tensor> random_batch() {
 }
 
 // Trains a small GPT for `steps` AdamW steps on fresh random text and
-// returns its loss on 8 batches it has never seen.
+// returns its loss on 4 batches it has never seen.
 static double train(bool causal, int steps) {
     nn::GPTConfig config{.vocab_size = V, .block_size = T, .n_embd = 32, .n_head = 4, .n_layer = 1, .flash = false};
     config.layers.make_attention = [causal](nn::AttentionConfig c) {
@@ -46,15 +46,15 @@ static double train(bool causal, int steps) {
     }
     NoGradGuard no_grad;
     double total = 0;
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < 4; ++i) {
         auto [x, y] = random_batch();
         total += model.forward(x, y).loss.item();
     }
-    return total / 8;
+    return total / 4;
 }
 
 int main(int argc, char** argv) {
-    const int steps = argc > 1 ? std::atoi(argv[1]) : 100;
+    const int steps = argc > 1 ? std::atoi(argv[1]) : 50;
     print_value("steps", steps);
     print_value("ln V, the loss of a uniform guess", std::log(double(V)));
     print_value("val loss with the mask", train(true, steps));

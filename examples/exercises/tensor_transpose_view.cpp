@@ -26,7 +26,7 @@ int main() {
     try {
         t.view({12});
         std::cout << "x.t().view(12): worked\n";
-    } catch (const Error& e) {
+    } catch (const ShapeError& e) {
         std::cout << "x.t().view(12): " << e.what() << "\n";
     }
     Tensor flat = t.reshape({12}); // a copy, in the transpose's order: 0 4 8 1 ...
