@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 from generate import generate  # noqa: E402
-from program import Program, all_finite, read_programs, result_line, run_torch  # noqa: E402
+from program import Program, all_finite, float32_slack, read_programs, result_line, run_torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -32,11 +32,20 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 CI_PROGRAMS = {"small": 300, "medium": 40, "large": 12}
 
 
+REGRESSIONS_HEADER = (
+    "# ember differential fuzzing: regressions, one named program per mismatch found.\n"
+    "# Appended by tests/fuzz/fuzz.py regress (tests/fuzz/README.md); PyTorch's float64 results.\n"
+)
+
+
 def expectations(program, full_limit):
     results = run_torch(program)
     if not all_finite(results):
         raise FloatingPointError(f"{program.name}: PyTorch's results are not all finite")
-    return [result_line(program.name, key, t, full_limit) for key, t in results.items()]
+    results32 = run_torch(program, torch.float32)
+    return [
+        result_line(program.name, key, t, float32_slack(t, results32[key]), full_limit) for key, t in results.items()
+    ]
 
 
 def block(program, full_limit=64):
@@ -65,6 +74,20 @@ def cmd_write(args):
     with open(os.path.join(HERE, "ci.txt"), "w") as f:
         f.write("".join(chunks))
     print(f"ci.txt: {counts} programs")
+    # regressions.txt: the same programs (and their notes), PyTorch's results again
+    path = os.path.join(HERE, "regressions.txt")
+    notes, pending = [], []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("# ") and not line.startswith(REGRESSIONS_HEADER[:30]) and "fuzz.py regress" not in line:
+                pending.append(line)
+            elif line.startswith("program "):
+                notes.append("".join(pending))
+                pending = []
+    programs = read_programs(path)
+    with open(path, "w") as f:
+        f.write(REGRESSIONS_HEADER + "".join(note + block(p) for note, p in zip(notes, programs)))
+    print(f"regressions.txt: {len(programs)} programs")
 
 
 def run_ember(runner, path):
@@ -131,10 +154,7 @@ def cmd_regress(args):
     if args.note:
         text = f"# {args.note}\n" + text
     if not os.path.exists(path):
-        text = (
-            "# ember differential fuzzing: regressions, one named program per mismatch found.\n"
-            "# Appended by tests/fuzz/fuzz.py regress (tests/fuzz/README.md); PyTorch's float64 results.\n" + text
-        )
+        text = REGRESSIONS_HEADER + text
     with open(path, "a") as f:
         f.write(text)
     print(text)

@@ -69,13 +69,15 @@ std::vector<Program> read_programs(const std::string& path) {
             programs.push_back(current);
             inside = false;
         } else if (words[0] == "expect") {
-            if (programs.empty() || words.size() < 5 || programs.back().name != words[1])
+            if (programs.empty() || words.size() < 6 || programs.back().name != words[1])
                 bad("expect line outside its program: " + line);
             Expectation e;
             e.key = words[2];
             e.full = words[3] == "full";
             e.shape = parse_list(words[4]);
-            for (size_t i = 5; i < words.size(); ++i) e.values.push_back(number(words[i]));
+            e.float32_slack = number(words[5]);
+            if (!(e.float32_slack >= 1)) bad("expect line with a float32 slack below 1: " + e.key);
+            for (size_t i = 6; i < words.size(); ++i) e.values.push_back(number(words[i]));
             size_t want = e.full ? static_cast<size_t>(numel_of(e.shape)) : 7;
             if (e.values.size() != want) bad("expect line with the wrong number of values: " + e.key);
             programs.back().expected.push_back(e);
@@ -318,6 +320,10 @@ constexpr uint64_t kFingerprintSeeds[3] = {0xF1A9, 0xF1AA, 0xF1AB};
 // Compares one result with its expectation; appends problems, updates worst.
 void compare_one(const Expectation& e, const Tensor& actual, Tolerance tol, std::vector<std::string>& problems,
                  double& worst) {
+    if (tol.float32_slack) {
+        tol.rtol *= e.float32_slack;
+        tol.atol *= e.float32_slack;
+    }
     auto fail = [&](const std::string& what) { problems.push_back(e.key + ": " + what); };
     if (actual.shape() != e.shape) {
         fail("shape " + shape_text(actual.shape()) + ", PyTorch has " + shape_text(e.shape));
@@ -397,8 +403,9 @@ std::vector<std::string> compare_bits(const Results& a, const Results& b) {
     std::vector<std::string> problems;
     for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
         std::vector<double> x = values_of(a[i].second), y = values_of(b[i].second);
-        if (x.size() != y.size() || std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) != 0)
-            problems.push_back(a[i].first + ": the bits differ");
+        bool same =
+            x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0);
+        if (!same) problems.push_back(a[i].first + ": the bits differ");
     }
     return problems;
 }

@@ -33,6 +33,10 @@ struct Expectation {
     std::string key;
     bool full = true;
     Shape shape;
+    // Widens the float32 tolerance where PyTorch's own float32 result is
+    // far from its float64 one (4 times that error; at least 1): an
+    // ill-conditioned value, such as a 0 left over from cancelling terms.
+    double float32_slack = 1;
     std::vector<double> values; // full: the values; fingerprint: maxabs, p0, s0, p1, s1, p2, s2
 };
 
@@ -57,13 +61,14 @@ Results run(const Program& program, DType dtype);
 
 struct Tolerance {
     double rtol;
-    double atol; // relative to max(1, max|expected|) of the tensor
+    double atol;                // relative to max(1, max|expected|) of the tensor
+    bool float32_slack = false; // times each expectation's float32_slack
 };
 // ember float64 against PyTorch float64: only summation order differs.
 inline constexpr Tolerance kFloat64Tolerance{1e-9, 1e-9};
 // ember float32 against PyTorch float64: float32 rounding through up to a
 // dozen ops, LayerNorm and softmax included (tests/fuzz/README.md).
-inline constexpr Tolerance kFloat32Tolerance{1e-3, 1e-4};
+inline constexpr Tolerance kFloat32Tolerance{1e-3, 1e-4, true};
 
 // What differs between ember's results and the program's expectations,
 // one line per problem (empty: all within tolerance). `worst` receives the
