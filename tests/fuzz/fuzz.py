@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # The programs CI runs: seeds 0..n-1 of each kind.
-CI_PROGRAMS = {"small": 300, "medium": 40, "large": 12}
+CI_PROGRAMS = {"small": 300, "medium": 40, "large": 16}
 
 
 REGRESSIONS_HEADER = (

@@ -45,8 +45,11 @@ KINDS = {
                   min_numel=0, ops=(4, 12), cat=[1, 2, 3], index=[1, 2, 3, 4, 5, 6], empty=0.03),
     "medium": dict(prefix="m", sizes=[1, 2, 7, 9, 16, 17, 31, 33, 65], ranks=[1, 2, 2, 3, 3], max_numel=4096,
                    min_numel=0, ops=(4, 10), cat=[1, 7, 16], index=[1, 9, 33], empty=0.0),
-    "large": dict(prefix="large", sizes=[1, 3, 8, 17, 32, 64, 100, 128], ranks=[1, 2, 3, 3, 4], max_numel=150_000,
-                  min_numel=2000, ops=(3, 6), cat=[1, 16], index=[1, 40], empty=0.0),
+    "large": dict(prefix="large", sizes=[1, 3, 8, 17, 32, 64, 100, 128], ranks=[2, 3, 3, 4], max_numel=150_000,
+                  min_numel=33_000, ops=(4, 7), cat=[1, 16], index=[1, 40], empty=0.0,
+                  # the ops whose loops split between threads, more often
+                  weights=dict(op_matmul=5, op_linear=3, op_sdpa=3, op_softmax=4, op_fused_softmax=3,
+                               op_layer_norm=4, op_reduce=4, op_cross_entropy=1.5)),
 }  # fmt: skip
 
 
@@ -695,6 +698,8 @@ class Generator:
         while done < n_ops and attempts < 200:
             attempts += 1
             names, weights = zip(*self.OPS)
+            extra = self.cfg.get("weights", {})
+            weights = [extra.get(n, w) for n, w in zip(names, weights)]
             op = r.choices(names, weights)[0]
             mark = (len(self.program.lines), len(self.vars), self.leaf_count, [v.used for v in self.vars])
             try:
