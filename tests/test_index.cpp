@@ -101,3 +101,14 @@ TEST_CASE("repeat_interleave repeats each entry in a row, and integers too", "[i
     require_equal(repeat_interleave(tensor({3, 7}), 3), tensor({3, 3, 3, 7, 7, 7}));
     require_equal(scalar_tensor(2.5).repeat_interleave(2), tensor({2.5f, 2.5f})); // 0-d: flattened first
 }
+
+// Found by the differential fuzzer (tests/fuzz/regressions.txt, empty_embedding_dim):
+// backward reshaped dout to (-1, C), which cannot infer -1 when C is 0.
+TEST_CASE("embedding with embedding_dim 0 backpropagates, as PyTorch does", "[embedding][regression]") {
+    Tensor weight = ones({3, 0}).requires_grad_();
+    Tensor out = embedding(tensor({{0, 2}, {1, 1}}), weight);
+    CHECK(out.shape() == Shape{2, 2, 0});
+    out.sum().backward();
+    REQUIRE(weight.grad().defined());
+    CHECK(weight.grad().shape() == Shape{3, 0});
+}

@@ -230,7 +230,10 @@ Tensor embedding(const Tensor& input, const Tensor& weight) {
     if (needs_grad(weight))
         attach(out, "EmbeddingBackward0", {weight, input},
                [is = SavedTensor(idx), in = weight.shape()](const Tensor& dout) -> Grads {
-                   return {index_add_backward("embedding", dout.reshape({-1, in[1]}), is.get(), 0, in), Tensor()};
+                   // dout (*input.shape, C) -> (N,C), N = input.numel(); the rows
+                   // are spelled out, as -1 cannot be inferred when C is 0.
+                   Tensor rows = dout.reshape({is.get().numel(), in[1]});
+                   return {index_add_backward("embedding", rows, is.get(), 0, in), Tensor()};
                });
     return out;
 }
