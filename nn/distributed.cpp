@@ -179,6 +179,13 @@ void destroy_process_group() {
 
 bool is_initialized() { return initialized; }
 
+void abort(int status) {
+#ifdef EMBER_MPI
+    if (initialized) MPI_Abort(MPI_COMM_WORLD, status);
+#endif
+    std::exit(status);
+}
+
 int get_rank() {
     require_initialized("get_rank");
     return transport_rank();

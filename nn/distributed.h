@@ -36,6 +36,11 @@ void init_process_group();
 void destroy_process_group();
 bool is_initialized();
 
+// Ends every rank's process with exit status `status` (MPI_Abort; without
+// MPI, std::exit): for an error on one rank that the others cannot know of,
+// and would otherwise wait for at their next exchange, forever.
+[[noreturn]] void abort(int status);
+
 // The RAII form: init_process_group() on construction, and
 // destroy_process_group() when the scope ends.
 class ProcessGroupGuard {
