@@ -101,6 +101,7 @@ int train_loop(Session& s) {
                       std::max<int64_t>(1, o.eval_interval / 5));
     model.train();
     const int64_t first_step = s.run.next_step;
+    double exchange_seconds = 0; // in the all-reduce of gradients and loss, over all steps
     for (int64_t step = first_step; step < o.max_iters; ++step) {
         if (step % o.eval_interval == 0) {
             if (step > first_step) save();
@@ -115,8 +116,10 @@ int train_loop(Session& s) {
         loss.backward();
         // The batch's mean loss is the mean of the ranks' equal shares' mean
         // losses, so its gradient is the mean of theirs (one process: as is).
+        auto exchange_start = std::chrono::steady_clock::now();
         distributed::all_reduce_gradients(model.parameters());
         const double batch_loss = distributed::all_reduce_mean(loss.item());
+        exchange_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - exchange_start).count();
         double grad_norm = optim::clip_grad_norm_(model.parameters(), o.max_grad_norm); // infinity: not clipped
         if (!finite_step(batch_loss, grad_norm, o.max_grad_norm)) {
             progress.finish();
@@ -144,6 +147,13 @@ int train_loop(Session& s) {
     if (writer) write_losses_csv(o.out_dir + "/losses.csv", s.run);
     auto [final_train, final_val] = estimate_loss(model, s.data, o);
     progress.message(eval_line(o.max_iters, final_train, final_val));
+    if (const int world = distributed::get_world_size(); world > 1) {
+        // What the ranks exchanged: every gradient, as float32, each step (docs/distributed.md).
+        const double steps = static_cast<double>(o.max_iters - first_step);
+        const double bytes = 4.0 * static_cast<double>(model.num_parameters());
+        std::cout << format("all-reduce: %.2f ms per step, of %.2f MB of gradients; each rank sent %.2f MB a step\n",
+                            1e3 * exchange_seconds / steps, bytes / 1e6, 2.0 * (world - 1) / world * bytes / 1e6);
+    }
     if (writer) write_results(s, final_train, final_val, progress.tokens_per_second());
     return 0;
 }
