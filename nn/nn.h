@@ -6,6 +6,7 @@
 
 #include "nn/attention.h"
 #include "nn/checkpoint.h"
+#include "nn/distributed.h"
 #include "nn/gpt.h"
 #include "nn/init.h"
 #include "nn/layers.h"

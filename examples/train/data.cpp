@@ -144,6 +144,14 @@ std::pair<Tensor, Tensor> get_batch(const Tensor& data, int64_t batch_size, int6
     return {stack(xs), stack(ys)};
 }
 
+std::pair<Tensor, Tensor> get_batch_share(const Tensor& data, int64_t batch_size, int64_t block_size) {
+    auto [x, y] = get_batch(data, batch_size, block_size);
+    const int world = distributed::get_world_size();
+    if (world == 1) return {x, y};
+    const int64_t share = batch_size / world, first = distributed::get_rank() * share;
+    return {x.slice(0, first, first + share).contiguous(), y.slice(0, first, first + share).contiguous()};
+}
+
 uint64_t fingerprint(const std::string& text) {
     uint64_t h = 1469598103934665603ull;
     for (char c : text) {

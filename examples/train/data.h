@@ -64,6 +64,13 @@ void check_split_lengths(const Splits& data, int64_t block_size, const std::stri
 // from the default generator, as torch.randint.
 std::pair<ember::Tensor, ember::Tensor> get_batch(const ember::Tensor& data, int64_t batch_size, int64_t block_size);
 
+// This process's share of get_batch's batch, under mpirun -np N: every rank
+// draws the same batch_size rows (the same generator state, the same draw),
+// and rank r keeps rows [r B/N, (r+1) B/N), (B/N,T) each. With one process:
+// the whole batch. batch_size must be divisible by N (start_session checks).
+std::pair<ember::Tensor, ember::Tensor> get_batch_share(const ember::Tensor& data, int64_t batch_size,
+                                                        int64_t block_size);
+
 // A 64-bit fingerprint of a text (FNV-1a), to recognise a corpus on resume.
 uint64_t fingerprint(const std::string& text);
 

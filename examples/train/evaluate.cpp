@@ -15,11 +15,12 @@ std::pair<double, double> estimate_loss(nn::Module& model, const Splits& data, c
     for (int s = 0; s < 2; ++s) {
         double total = 0;
         for (int64_t k = 0; k < o.eval_iters; ++k) {
-            auto [x, y] = get_batch(*splits[s], o.batch_size, o.model.block_size);
-            Tensor logits = model.forward(x); // (B,T,V)
+            auto [x, y] = get_batch_share(*splits[s], o.batch_size, o.model.block_size);
+            Tensor logits = model.forward(x); // (B/N,T,V): this rank's share
             total += cross_entropy(logits.view({-1, logits.size(-1)}), y.reshape({-1})).item();
         }
-        means[s] = total / static_cast<double>(o.eval_iters);
+        // Equal shares: the mean over the ranks of their mean losses is the batch's mean loss.
+        means[s] = distributed::all_reduce_mean(total / static_cast<double>(o.eval_iters));
     }
     model.train();
     return {means[0], means[1]};

@@ -16,7 +16,8 @@ namespace train {
 
 // The mean loss of o.eval_iters batches (B,T) = (o.batch_size, o.model.block_size)
 // of data.train, then of data.val: {train_loss, val_loss}. Leaves the model in
-// training mode.
+// training mode. Under mpirun every rank takes part: each computes the loss
+// of its share of every batch (get_batch_share), and all get the mean.
 std::pair<double, double> estimate_loss(ember::nn::Module& model, const Splits& data, const Options& o);
 
 // o.sample_tokens characters generated after token 0, at o.temperature, from

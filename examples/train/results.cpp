@@ -93,6 +93,7 @@ void write_results(const Session& s, double final_train, double final_val, doubl
 
 int stop_diverged(const Session& s, int64_t step, int64_t first_step, double loss, double grad_norm) {
     const Options& o = s.run.options;
+    if (distributed::get_rank() != 0) return 3; // every rank stops; rank 0 writes and tells
     write_losses_csv(o.out_dir + "/losses.csv", s.run);
     // The loop saves before each evaluation after the first step of the run.
     const int64_t last_save = step / o.eval_interval * o.eval_interval;

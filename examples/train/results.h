@@ -28,7 +28,7 @@ void write_results(const Session& s, double final_train, double final_val, doubl
 // gradient norm that is not finite: writes losses.csv (the steps before it)
 // and says what happened, what to try, and which checkpoint holds the last
 // good state (the one saved at the last evaluation, else the one resumed
-// from; none is written now). Returns train_gpt's exit status for it, 3.
+// from; none is written now), on rank 0 only. Returns train_gpt's exit status for it, 3.
 int stop_diverged(const Session& s, int64_t step, int64_t first_step, double loss, double grad_norm);
 
 // --sample-only CKPT: prints a sample of the checkpoint's model, and draws its

@@ -55,6 +55,9 @@ void print_header(const Session& s, size_t text_chars) {
               << format("%.6f M parameters", static_cast<double>(s.model->num_parameters()) / 1e6) << "\n";
     std::cout << "expected starting loss ln(" << vocab_size << ") = " << format("%.4f", std::log(double(vocab_size)))
               << "\n";
+    if (const int world = distributed::get_world_size(); world > 1)
+        std::cout << "processes: " << world << " (mpirun), each computing " << o.batch_size / world
+                  << " rows of every batch of " << o.batch_size << "\n";
     if (s.run.next_step > 0) std::cout << "resuming at step " << s.run.next_step << " from " << o.resume << "\n";
     std::cout << std::flush; // a log file shows the header before the first, possibly slow, evaluation
 }
@@ -73,8 +76,15 @@ Session start_session(Options o) {
     std::string text = o.data_path.empty() ? default_corpus() : read_text_file(o.data_path);
     Vocab vocab = Vocab::from_text(text);
     o.model.vocab_size = vocab.size();
-    // Refuse a run that cannot fit before its model, optimiser and batches are allocated.
-    MemoryEstimate need = estimate_memory(o.model, o.batch_size, static_cast<double>(text.size()));
+    // Under mpirun -np N each process computes B/N rows of the batch of B.
+    const int world = distributed::get_world_size();
+    if (o.batch_size % world != 0)
+        throw UsageError("--batch-size " + std::to_string(o.batch_size) + " must be divisible by the " +
+                         std::to_string(world) +
+                         " processes mpirun started: each computes an equal share of the batch");
+    // Refuse a run that cannot fit before its model, optimiser and batches are allocated
+    // (per process: its share of the batch).
+    MemoryEstimate need = estimate_memory(o.model, o.batch_size / world, static_cast<double>(text.size()));
     std::string too_large =
         memory_problem(need, available_memory(), "--n-embd, --n-layer, --batch-size or --block-size");
     if (!too_large.empty()) throw UsageError(too_large);
@@ -98,6 +108,9 @@ Session start_session(Options o) {
     s.model = make_model(o.model);
     s.optimizer = std::make_unique<optim::AdamW>(s.model->parameters(), optim::AdamWOptions{.lr = o.lr});
     if (!o.resume.empty()) restore_run(o.resume, *s.model, s.optimizer.get());
+    // Every rank built (or restored) the same weights from the same seed (or
+    // file); rank 0's are copied to all the same, as DistributedDataParallel does.
+    distributed::broadcast_parameters(*s.model);
     std::error_code error;
     std::filesystem::create_directories(o.out_dir, error);
     if (error || !std::filesystem::is_directory(o.out_dir))

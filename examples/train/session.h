@@ -30,7 +30,10 @@ struct Session {
 // checks, the memory the run needs against what the machine has (memory.h),
 // manual_seed(seed), model and optimiser, the output directory, the header.
 // Throws InputError, UsageError (also when a resumed run has no steps left,
-// or would not fit in memory) or ember::nn::CheckpointError.
+// or would not fit in memory, or under mpirun -np N when the batch size is
+// not divisible by N) or ember::nn::CheckpointError. Every rank of an
+// mpirun builds the same session (reading the same data and checkpoint
+// files); the weights are then broadcast from rank 0.
 Session start_session(Options o);
 
 } // namespace train
