@@ -284,6 +284,54 @@ TEST_CASE("bad input exits with status 2 and a clear message, losing nothing", "
     fs::remove_all(dir);
 }
 
+TEST_CASE("a checkpoint with malformed settings or histories is refused with status 2, naming the field",
+          "[train_gpt][errors]") {
+    // Found by fuzzing read_run (tests/libfuzzer/): a data_fingerprint that
+    // is not a number escaped as std::invalid_argument ("internal error",
+    // status 1), and a history of another dtype as a DTypeError.
+    std::string dir = scratch_dir("malformed");
+    REQUIRE(run("--preset bigram --max-iters 2 --eval-iters 1 --sample-tokens 5 --out " + dir).status == 0);
+    nn::Metadata meta;
+    const nn::StateDict good = nn::load_safetensors(dir + "/train_gpt.safetensors", &meta);
+    auto expect_refused = [&](const nn::StateDict& tensors, const nn::Metadata& metadata, const std::string& words) {
+        nn::save_safetensors(tensors, dir + "/bad.safetensors", metadata);
+        CommandResult r = run("--resume " + dir + "/bad.safetensors --max-iters 4 --out " + dir);
+        INFO(r.out);
+        CHECK(r.status == 2);
+        CHECK(r.out.find("is not a usable train_gpt checkpoint: " + words) != std::string::npos);
+        CHECK(r.out.find("internal error") == std::string::npos);
+    };
+    for (const char* value : {"x234", "", "-1", "12x", "99999999999999999999999"}) {
+        nn::Metadata bad = meta;
+        bad["data_fingerprint"] = value;
+        expect_refused(good, bad, "\"data_fingerprint\" is not a number");
+    }
+    for (const auto& [key, dtype] : std::vector<std::pair<std::string, DType>>{
+             {"vocab", kFloat64}, {"step_losses", kInt64}, {"eval_train", kFloat32}, {"rng_state", kFloat64}}) {
+        nn::StateDict bad;
+        for (const auto& [name, t] : good) bad.insert(name, name == key ? t.to(dtype) : t);
+        expect_refused(bad, meta, "its \"" + key + "\" tensor is " + dtype_name(dtype));
+    }
+    nn::StateDict bad;
+    for (const auto& [name, t] : good) bad.insert(name, name == "vocab" ? t + 256 : t);
+    expect_refused(bad, meta, "its vocabulary holds 266, not a byte");
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a run with a seed past 2^63 resumes", "[train_gpt]") {
+    // --seed takes any uint64; the checkpoint read it back as int64 and said
+    // "seed" was not a number (found reading read_run for the fuzzer).
+    std::string dir = scratch_dir("big_seed");
+    REQUIRE(
+        run("--preset bigram --max-iters 2 --eval-iters 1 --sample-tokens 5 --seed 18446744073709551615 --out " + dir)
+            .status == 0);
+    CommandResult r = run("--resume " + dir + "/train_gpt.safetensors --max-iters 3 --sample-tokens 5 --out " + dir);
+    INFO(r.out);
+    CHECK(r.status == 0);
+    CHECK(train::read_run(dir + "/train_gpt.safetensors").options.seed == 18446744073709551615ull);
+    fs::remove_all(dir);
+}
+
 TEST_CASE("an unreadable data file says so, with the system's reason", "[train_gpt][errors]") {
     // Root reads any file, so the reader runs in a child process that has
     // given up root (as user nobody) when the test runs as root.
