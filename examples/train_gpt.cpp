@@ -129,6 +129,11 @@ int main(int argc, char** argv) {
     } catch (const DivergedError& e) {
         std::fprintf(stderr, "train_gpt: %s\n", e.what());
         return 3;
+    } catch (const OutOfMemoryError& e) {
+        // The estimate passed, but the machine (or a limit such as ulimit -v) gave less.
+        std::fprintf(stderr, "train_gpt: %s\nuse a smaller --n-embd, --n-layer, --batch-size or --block-size\n",
+                     e.what());
+        return 2;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "train_gpt: internal error: %s\n", e.what());
         return 1;
