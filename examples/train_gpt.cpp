@@ -191,6 +191,11 @@ int run_reporting(int argc, char** argv, std::string& message) {
     } catch (const DivergedError& e) {
         message = e.what();
         return 3;
+    } catch (const OutOfMemoryError& e) {
+        // The estimate passed, but the machine (or a limit such as ulimit -v) gave less.
+        std::fprintf(stderr, "train_gpt: %s\nuse a smaller --n-embd, --n-layer, --batch-size or --block-size\n",
+                     e.what());
+        return 2;
     } catch (const std::exception& e) {
         message = std::string("internal error: ") + e.what();
         return 1;

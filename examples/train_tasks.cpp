@@ -395,6 +395,10 @@ int main(int argc, char** argv) {
     } catch (const DivergedError& e) {
         std::fprintf(stderr, "train_tasks: %s\n", e.what());
         return 3;
+    } catch (const OutOfMemoryError& e) {
+        // The estimate passed, but the machine (or a limit such as ulimit -v) gave less.
+        std::fprintf(stderr, "train_tasks: %s\nuse a smaller --n-embd, --n-layer or --batch-size\n", e.what());
+        return 2;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "train_tasks: internal error: %s\n", e.what());
         return 1;

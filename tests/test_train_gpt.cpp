@@ -284,6 +284,54 @@ TEST_CASE("bad input exits with status 2 and a clear message, losing nothing", "
     fs::remove_all(dir);
 }
 
+TEST_CASE("a checkpoint with malformed settings or histories is refused with status 2, naming the field",
+          "[train_gpt][errors]") {
+    // Found by fuzzing read_run (tests/libfuzzer/): a data_fingerprint that
+    // is not a number escaped as std::invalid_argument ("internal error",
+    // status 1), and a history of another dtype as a DTypeError.
+    std::string dir = scratch_dir("malformed");
+    REQUIRE(run("--preset bigram --max-iters 2 --eval-iters 1 --sample-tokens 5 --out " + dir).status == 0);
+    nn::Metadata meta;
+    const nn::StateDict good = nn::load_safetensors(dir + "/train_gpt.safetensors", &meta);
+    auto expect_refused = [&](const nn::StateDict& tensors, const nn::Metadata& metadata, const std::string& words) {
+        nn::save_safetensors(tensors, dir + "/bad.safetensors", metadata);
+        CommandResult r = run("--resume " + dir + "/bad.safetensors --max-iters 4 --out " + dir);
+        INFO(r.out);
+        CHECK(r.status == 2);
+        CHECK(r.out.find("is not a usable train_gpt checkpoint: " + words) != std::string::npos);
+        CHECK(r.out.find("internal error") == std::string::npos);
+    };
+    for (const char* value : {"x234", "", "-1", "12x", "99999999999999999999999"}) {
+        nn::Metadata bad = meta;
+        bad["data_fingerprint"] = value;
+        expect_refused(good, bad, "\"data_fingerprint\" is not a number");
+    }
+    for (const auto& [key, dtype] : std::vector<std::pair<std::string, DType>>{
+             {"vocab", kFloat64}, {"step_losses", kInt64}, {"eval_train", kFloat32}, {"rng_state", kFloat64}}) {
+        nn::StateDict bad;
+        for (const auto& [name, t] : good) bad.insert(name, name == key ? t.to(dtype) : t);
+        expect_refused(bad, meta, "its \"" + key + "\" tensor is " + dtype_name(dtype));
+    }
+    nn::StateDict bad;
+    for (const auto& [name, t] : good) bad.insert(name, name == "vocab" ? t + 256 : t);
+    expect_refused(bad, meta, "its vocabulary holds 266, not a byte");
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a run with a seed past 2^63 resumes", "[train_gpt]") {
+    // --seed takes any uint64; the checkpoint read it back as int64 and said
+    // "seed" was not a number (found reading read_run for the fuzzer).
+    std::string dir = scratch_dir("big_seed");
+    REQUIRE(
+        run("--preset bigram --max-iters 2 --eval-iters 1 --sample-tokens 5 --seed 18446744073709551615 --out " + dir)
+            .status == 0);
+    CommandResult r = run("--resume " + dir + "/train_gpt.safetensors --max-iters 3 --sample-tokens 5 --out " + dir);
+    INFO(r.out);
+    CHECK(r.status == 0);
+    CHECK(train::read_run(dir + "/train_gpt.safetensors").options.seed == 18446744073709551615ull);
+    fs::remove_all(dir);
+}
+
 TEST_CASE("an unreadable data file says so, with the system's reason", "[train_gpt][errors]") {
     // Root reads any file, so the reader runs in a child process that has
     // given up root (as user nobody) when the test runs as root.
@@ -395,6 +443,35 @@ TEST_CASE("a checkpoint is never written from weights that are not finite", "[tr
     fs::remove_all(dir);
 }
 
+TEST_CASE("train_gpt never overwrites a checkpoint with state that is not finite", "[train_gpt][diverge]") {
+    // An infinity in AdamW's second moment leaves the loss, the gradients
+    // and the weights finite (each update divides by it), so the divergence
+    // check lets the steps run; the save before the next evaluation must
+    // still refuse, and keep the checkpoint the run resumed from.
+    std::string dir = scratch_dir("inf_state");
+    REQUIRE(
+        run("--preset bigram --max-iters 2 --eval-interval 2 --eval-iters 1 --sample-tokens 5 --out " + dir).status ==
+        0);
+    nn::Metadata meta;
+    nn::StateDict state = nn::load_safetensors(dir + "/train_gpt.safetensors", &meta);
+    nn::StateDict poisoned;
+    for (const auto& [name, t] : state) {
+        Tensor copy = t.clone();
+        if (name.find("exp_avg_sq") != std::string::npos) copy.view({-1})[0].fill_(INFINITY);
+        poisoned.insert(name, copy);
+    }
+    const std::string path = dir + "/train_gpt.safetensors";
+    nn::save_safetensors(poisoned, path, meta);
+    const std::string before = read_file(path);
+    CommandResult r = run("--resume " + path + " --max-iters 6 --sample-tokens 5 --out " + dir);
+    INFO(r.out);
+    CHECK(r.status == 3);
+    CHECK(r.out.find("refusing to write " + path) != std::string::npos);
+    CHECK(r.out.find("exp_avg_sq holds NaN or infinity") != std::string::npos);
+    CHECK(read_file(path) == before);
+    fs::remove_all(dir);
+}
+
 TEST_CASE("a run too large for the machine is refused before it allocates, with both numbers", "[train_gpt][memory]") {
     // The issue's two reports: these hung or exhausted the machine.
     for (const char* args : {"--n-embd 100000", "--batch-size 100000000", "--block-size 100000000 --n-layer 1"}) {
@@ -408,6 +485,28 @@ TEST_CASE("a run too large for the machine is refused before it allocates, with 
         }
     }
 }
+
+// AddressSanitizer reserves terabytes of address space at start, so a
+// process under `ulimit -v` cannot even start in the sanitizer build.
+#if !defined(__SANITIZE_ADDRESS__)
+TEST_CASE("memory the machine will not give is an out-of-memory message, not a crash", "[train_gpt][memory]") {
+    // ulimit -v caps the address space at 300 MB while MemAvailable, which
+    // the estimate reads, stays large: the estimate (over 3 GB for this
+    // 200M-parameter model) passes, and building the model fails. The library raises OutOfMemoryError
+    // naming the op and the size (never std::bad_alloc, never an abort),
+    // and train_gpt says so with status 2.
+    std::string dir = scratch_dir("oom");
+    CommandResult r =
+        run_command("ulimit -v 300000 && " + kProgram + " --n-embd 2048 --n-layer 4 --out " + dir + " 2>&1");
+    INFO(r.out);
+    CHECK(r.status == 2);
+    CHECK(r.out.find("] out of memory: cannot allocate ") != std::string::npos);
+    CHECK(r.out.find("use a smaller --n-embd, --n-layer, --batch-size or --block-size") != std::string::npos);
+    CHECK(r.out.find("bad_alloc") == std::string::npos);
+    CHECK(r.out.find("internal error") == std::string::npos);
+    fs::remove_all(dir);
+}
+#endif
 
 TEST_CASE("the parameter count is make_model's without building it", "[train_gpt][memory]") {
     using train::Stage;

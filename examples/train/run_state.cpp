@@ -4,6 +4,7 @@
 #include "run_state.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "guard.h"
 #include "progress.h"
@@ -50,20 +51,47 @@ std::string field(const nn::Metadata& meta, const std::string& path, const std::
     return it->second;
 }
 
-int64_t int_field(const nn::Metadata& meta, const std::string& path, const std::string& key) {
+// The metadata's number `key`, read by `parse` (std::stoll, std::stoull,
+// std::stod), which must take all of it: "8x", "" or "x8" is not a number.
+template <typename T>
+T number_field(const nn::Metadata& meta, const std::string& path, const std::string& key,
+               T (*parse)(const std::string&, size_t*)) {
+    const std::string text = field(meta, path, key);
     try {
-        return std::stoll(field(meta, path, key));
+        // std::stoull would read "-1" as 2^64 - 1: an unsigned field takes no sign.
+        if (!text.empty() && (std::is_signed_v<T> || text[0] != '-')) {
+            size_t used = 0;
+            T value = parse(text, &used);
+            if (used == text.size()) return value;
+        }
     } catch (const std::logic_error&) {
-        bad_file(path, "\"" + key + "\" is not a number");
+        // std::invalid_argument (no number at all) or std::out_of_range
     }
+    bad_file(path, "\"" + key + "\" is not a number");
+}
+
+int64_t int_field(const nn::Metadata& meta, const std::string& path, const std::string& key) {
+    return number_field<int64_t>(meta, path, key,
+                                 [](const std::string& s, size_t* used) -> int64_t { return std::stoll(s, used); });
+}
+
+uint64_t unsigned_field(const nn::Metadata& meta, const std::string& path, const std::string& key) {
+    return number_field<uint64_t>(meta, path, key,
+                                  [](const std::string& s, size_t* used) -> uint64_t { return std::stoull(s, used); });
 }
 
 double real_field(const nn::Metadata& meta, const std::string& path, const std::string& key) {
-    try {
-        return std::stod(field(meta, path, key));
-    } catch (const std::logic_error&) {
-        bad_file(path, "\"" + key + "\" is not a number");
-    }
+    return number_field<double>(meta, path, key, [](const std::string& s, size_t* used) { return std::stod(s, used); });
+}
+
+// Tensor `key` of `all`: a vector of `dtype`, as train_gpt writes it.
+const Tensor& history(const nn::StateDict& all, const std::string& path, const std::string& key, DType dtype) {
+    if (!all.contains(key)) bad_file(path, "no \"" + key + "\" tensor");
+    const Tensor& t = all.at(key);
+    if (t.dtype() != dtype || t.dim() != 1)
+        bad_file(path, "its \"" + key + "\" tensor is " + dtype_name(t.dtype()) + " " + shape_str(t.shape()) +
+                           ", not a vector of " + dtype_name(dtype));
+    return t;
 }
 
 // The tensors under `prefix`, with the prefix removed.
@@ -129,24 +157,31 @@ RunState read_run(const std::string& path) {
     o.max_iters = int_field(meta, path, "max_iters");
     o.eval_interval = int_field(meta, path, "eval_interval");
     o.eval_iters = int_field(meta, path, "eval_iters");
-    o.seed = static_cast<uint64_t>(int_field(meta, path, "seed"));
+    o.seed = unsigned_field(meta, path, "seed"); // --seed takes any uint64
     run.next_step = int_field(meta, path, "next_step");
     run.data_name = field(meta, path, "data");
-    run.data_fingerprint = std::stoull(field(meta, path, "data_fingerprint"));
-    for (const char* key : {"vocab", "rng_state", "step_losses", "eval_steps", "eval_train", "eval_val"})
-        if (!all.contains(key)) bad_file(path, std::string("no \"") + key + "\" tensor");
+    run.data_fingerprint = unsigned_field(meta, path, "data_fingerprint");
+    // Every tensor read below has the dtype and shape train_gpt writes (a
+    // file that says otherwise is refused here, not met as a DTypeError later).
+    const Tensor& vocab = history(all, path, "vocab", kInt64);
+    history(all, path, "rng_state", kInt64);
+    const Tensor& losses = history(all, path, "step_losses", kFloat64);
+    const Tensor& steps = history(all, path, "eval_steps", kInt64);
+    const Tensor& tr = history(all, path, "eval_train", kFloat64);
+    const Tensor& va = history(all, path, "eval_val", kFloat64);
     std::string chars;
-    Tensor vocab = all.at("vocab");
-    for (int64_t i = 0; i < vocab.numel(); ++i) chars += static_cast<char>(vocab.data_ptr<int64_t>()[i]);
+    for (int64_t i = 0; i < vocab.numel(); ++i) {
+        const int64_t byte = vocab.data_ptr<int64_t>()[i];
+        if (byte < 0 || byte > 255) bad_file(path, "its vocabulary holds " + std::to_string(byte) + ", not a byte");
+        chars += static_cast<char>(byte);
+    }
     try {
         run.vocab = Vocab::from_chars(chars);
     } catch (const std::invalid_argument& e) {
         bad_file(path, e.what());
     }
     o.model.vocab_size = run.vocab.size();
-    Tensor losses = all.at("step_losses").contiguous();
     run.step_losses.assign(losses.data_ptr<double>(), losses.data_ptr<double>() + losses.numel());
-    Tensor steps = all.at("eval_steps"), tr = all.at("eval_train"), va = all.at("eval_val");
     if (steps.numel() != tr.numel() || steps.numel() != va.numel())
         bad_file(path, "its evaluation history is inconsistent");
     for (int64_t i = 0; i < steps.numel(); ++i)
