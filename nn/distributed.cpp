@@ -28,6 +28,15 @@ void require_initialized(const char* op) {
     if (!initialized) fail<DistributedError>(op, "call init_process_group() first");
 }
 
+// How many processes mpirun started, from the environment variables by
+// which it tells each one (Open MPI's, or MPICH's Hydra's); 0 when no
+// launcher started this process.
+int launched_processes() {
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+        if (const char* value = std::getenv(name)) return std::atoi(value);
+    return 0;
+}
+
 // ---- the transport: MPI, or a world of one ------------------------------------------------
 
 #ifdef EMBER_MPI
@@ -41,7 +50,14 @@ void check(int code, const char* op, const char* call) {
     fail<DistributedError>(op, call, " failed: ", std::string(text, static_cast<size_t>(length)));
 }
 
+// False in a process that mpirun did not start: a world of one that never
+// calls MPI. (Open MPI can start such a "singleton", but slowly, and it
+// keeps memory until exit that LeakSanitizer reports in CI's sanitizer build.)
+bool mpi_active = false;
+
 void transport_init() {
+    if (launched_processes() == 0) return;
+    mpi_active = true;
     int provided = 0;
     // FUNNELED: the process has threads (OpenMP's), but only this one calls MPI.
     check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "init_process_group", "MPI_Init_thread");
@@ -49,21 +65,26 @@ void transport_init() {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
-void transport_finalize() { MPI_Finalize(); }
+void transport_finalize() {
+    if (mpi_active) MPI_Finalize();
+    mpi_active = false;
+}
 
 int transport_rank() {
     int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (mpi_active) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     return rank;
 }
 
 int transport_size() {
     int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (mpi_active) MPI_Comm_size(MPI_COMM_WORLD, &size);
     return size;
 }
 
-void transport_barrier() { check(MPI_Barrier(MPI_COMM_WORLD), "barrier", "MPI_Barrier"); }
+void transport_barrier() {
+    if (mpi_active) check(MPI_Barrier(MPI_COMM_WORLD), "barrier", "MPI_Barrier");
+}
 
 void transport_broadcast(void* data, int64_t bytes, int src) {
     // MPI counts in int: send a large tensor in pieces of at most 1 GiB.
@@ -89,15 +110,6 @@ void transport_all_gather(const void* in, int64_t bytes, void* out, const char* 
 }
 
 #else
-
-// The environment variables by which mpirun (Open MPI, or MPICH's Hydra)
-// tells a process how many it started: several, on a build without MPI,
-// would each train alone and write the same files.
-int launched_processes() {
-    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
-        if (const char* value = std::getenv(name)) return std::atoi(value);
-    return 1;
-}
 
 void transport_init() {
     const int launched = launched_processes();
@@ -181,7 +193,7 @@ bool is_initialized() { return initialized; }
 
 void abort(int status) {
 #ifdef EMBER_MPI
-    if (initialized) MPI_Abort(MPI_COMM_WORLD, status);
+    if (mpi_active) MPI_Abort(MPI_COMM_WORLD, status);
 #endif
     std::exit(status);
 }

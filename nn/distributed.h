@@ -28,7 +28,8 @@ public:
 bool is_available();
 
 // Joins the processes mpirun started (MPI_Init_thread; only the calling
-// thread ever calls MPI, OpenMP's threads never do). Without MPI: a world of
+// thread ever calls MPI, OpenMP's threads never do). A process mpirun did
+// not start is a world of one and never calls MPI. Without MPI: a world of
 // one, unless mpirun started this process as one of several, which throws a
 // DistributedError saying to rebuild with MPI. Calling it twice throws.
 void init_process_group();
