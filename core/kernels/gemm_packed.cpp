@@ -70,7 +70,7 @@ struct Avx512Tile {
     }
 };
 
-constexpr int64_t kNc = 4096;         // columns of B per packed block: 256 x 4096 floats = 4 MB (L3)
+constexpr int64_t kNc = 4096;         // columns of B per packed block: kKc x 4096 floats = 4 or 8 MB (L3)
 constexpr int64_t kInPlacePanels = 8; // at most this many panels of B: read A in place (block_rows)
 constexpr int64_t kKcInPlace = 256;   // the depth of a block when A is read in place, with either tile
 
@@ -210,6 +210,8 @@ void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
     for (int64_t jc = 0; jc < n; jc += kNc) {
         const int64_t nc = std::min(kNc, n - jc);
         const int64_t n_panels = (nc + kNr - 1) / kNr;
+        // block_rows reads A in place under the same rule (per thread's share
+        // of panels, which is never wider than n_panels).
         const bool a_in_place = (a.col_stride == 1 || a.row_stride == 1) && n_panels <= kInPlacePanels;
         const int64_t kc_block = a_in_place ? kKcInPlace : Tile::kKc;
         for (int64_t pc = 0; pc < k; pc += kc_block) {
