@@ -14,14 +14,15 @@
 //   attn_*    attention forward (scores, causal mask, softmax, weights @ v) and
 //             its backward, with autograd
 //   sdpa_*    the same attention as one scaled_dot_product_attention
-//   generate_* sampling from a GPT of the small or the lecture's size, one
-//             sequence, with the key/value cache or without it (_nocache)
-//   train_*   a whole training step of the lecture's GPT (forward, cross-entropy,
+//   generate_* sampling from the fast GPT of the small or the lecture's size,
+//             one sequence, with the key/value cache or without it (_nocache)
+//   train_*   a whole training step of gpt.py's GPT (forward, cross-entropy,
 //             backward, AdamW) on random tokens: tokens/s and the peak resident
-//             memory of a process that runs only that step; the attention
-//             GPTConfig picks by default (the fused op from T = 32), or with
-//             --unfused the notebooks' ops;
-//             train_lecture_checkpoint recomputes each Block in the backward
+//             memory of a process that runs only that step. The fast model
+//             (nn/fast_gpt.h; fused attention from T = 32, or with --unfused
+//             the unfused ops), except *_list, the lecture's classes (a list
+//             of Heads, nn/gpt.h); train_lecture_checkpoint recomputes each
+//             Block in the backward
 //
 // Times are medians over --repeat runs after one warm-up; "best" is the
 // fastest run. A number alone says little on a shared machine: compare it
@@ -51,7 +52,7 @@ struct Options {
     int threads = 0;      // 0: OpenMP's default
     int repeat = 0;       // 0: each entry's own default
     bool child = false;   // internal: this process runs one train entry for its peak memory
-    bool unfused = false; // train and generate entries: the notebooks' attention ops (GPTConfig::flash = false)
+    bool unfused = false; // train and generate entries: the fast model without flash (GPTConfig::flash = false)
 };
 
 struct Timing {
@@ -195,46 +196,61 @@ struct TrainConfig {
     std::string name;
     int64_t batch, block, n_embd, n_head, n_layer;
     double dropout;
-    bool batched;                   // heads in one batched product, or a list of Heads as gpt.py
+    bool lecture;                   // the lecture's classes (a list of Heads, the notebook's ops), or the fast model
+    bool flash;                     // the fast model's attention through scaled_dot_product_attention
     int steps;                      // default timed steps
-    bool checkpoint_blocks = false; // recompute each Block's activations in the backward
+    bool checkpoint_blocks = false; // the fast model recomputes each Block's activations in the backward
 };
 
+// The tiny size runs the fast model without flash: at T = 8 the fused op's
+// blocks cost more than the (T,T) weights they save (docs/performance.md).
 const std::vector<TrainConfig> kTrain = {
-    {"train_tiny", 32, 8, 32, 4, 3, 0.0, true, 200},
-    {"train_tiny_list", 32, 8, 32, 4, 3, 0.0, false, 200},
-    {"train_small", 16, 32, 64, 4, 4, 0.0, true, 100},
-    {"train_lecture", 64, 256, 384, 6, 6, 0.2, true, 3},
-    {"train_lecture_checkpoint", 64, 256, 384, 6, 6, 0.2, true, 3, true},
+    {"train_tiny", 32, 8, 32, 4, 3, 0.0, false, false, 200},
+    {"train_tiny_list", 32, 8, 32, 4, 3, 0.0, true, false, 200},
+    {"train_small", 16, 32, 64, 4, 4, 0.0, false, true, 100},
+    {"train_lecture", 64, 256, 384, 6, 6, 0.2, false, true, 3},
+    {"train_lecture_checkpoint", 64, 256, 384, 6, 6, 0.2, false, true, 3, true},
+    {"train_lecture_list", 64, 256, 384, 6, 6, 0.2, true, false, 3},
 };
+
+// gpt.py's GPT at a config's size: the lecture's classes, or the fast model
+// (with flash unless --unfused).
+std::shared_ptr<nn::Module> make_gpt(const Options& o, int64_t block, int64_t n_embd, int64_t n_head, int64_t n_layer,
+                                     double dropout, bool lecture, bool flash, bool checkpoint_blocks = false) {
+    const nn::GPTConfig config{.vocab_size = 65,
+                               .block_size = block,
+                               .n_embd = n_embd,
+                               .n_head = n_head,
+                               .n_layer = n_layer,
+                               .dropout = dropout};
+    if (lecture) return std::make_shared<nn::GPTLanguageModel>(config);
+    nn::fast::GPTConfig fast = nn::fast::GPTConfig::lecture(config);
+    fast.flash = flash && !o.unfused;
+    fast.checkpoint_blocks = checkpoint_blocks;
+    return std::make_shared<nn::fast::GPT>(fast);
+}
 
 void bench_train(const Options& o, const TrainConfig& c) {
     manual_seed(1337);
-    nn::GPT model({.vocab_size = 65,
-                   .block_size = c.block,
-                   .n_embd = c.n_embd,
-                   .n_head = c.n_head,
-                   .n_layer = c.n_layer,
-                   .dropout = c.dropout,
-                   .batched_attention = c.batched,
-                   .flash = o.unfused ? std::optional<bool>(false) : std::nullopt,
-                   .checkpoint_blocks = c.checkpoint_blocks});
-    optim::AdamW opt(model.parameters(), {.lr = 3e-4});
+    auto model =
+        make_gpt(o, c.block, c.n_embd, c.n_head, c.n_layer, c.dropout, c.lecture, c.flash, c.checkpoint_blocks);
+    optim::AdamW opt(model->parameters(), {.lr = 3e-4});
     Tensor x = randint(0, 65, {c.batch, c.block}), y = randint(0, 65, {c.batch, c.block});
     int steps = o.repeat ? o.repeat : c.steps;
     Timing t = time_it(steps, [&] {
-        Tensor loss = model.forward(x, y).loss;
+        Tensor logits = model->forward(x); // (B,T,V)
+        Tensor loss = cross_entropy(logits.view({-1, logits.size(-1)}), y.view({-1}));
         opt.zero_grad();
         loss.backward();
         opt.step();
     });
     double tokens = static_cast<double>(c.batch * c.block);
     std::printf("{\"name\":\"%s\",\"kind\":\"train\",\"batch\":%lld,\"block\":%lld,\"n_embd\":%lld,\"n_head\":%lld,"
-                "\"n_layer\":%lld,\"dropout\":%g,\"batched_heads\":%s,\"flash\":%s,\"threads\":%d,\"steps\":%d,"
+                "\"n_layer\":%lld,\"dropout\":%g,\"model\":\"%s\",\"flash\":%s,\"threads\":%d,\"steps\":%d,"
                 "\"ms_per_step\":%.3f,\"tokens_per_s\":%.0f,\"tokens_per_s_best\":%.0f,\"peak_rss_mb\":%.1f}\n",
                 c.name.c_str(), (long long)c.batch, (long long)c.block, (long long)c.n_embd, (long long)c.n_head,
-                (long long)c.n_layer, c.dropout, c.batched ? "true" : "false",
-                model.config.uses_flash() ? "true" : "false", get_num_threads(), steps, t.median_s * 1e3,
+                (long long)c.n_layer, c.dropout, c.lecture ? "lecture" : "fast",
+                !c.lecture && c.flash && !o.unfused ? "true" : "false", get_num_threads(), steps, t.median_s * 1e3,
                 tokens / t.median_s, tokens / t.best_s, peak_rss_mb());
     std::fflush(stdout);
 }
@@ -262,17 +278,12 @@ const std::vector<GenerateConfig> kGenerate = {
 
 void bench_generate(const Options& o, const GenerateConfig& c) {
     manual_seed(1337);
-    nn::GPT model({.vocab_size = 65,
-                   .block_size = c.block,
-                   .n_embd = c.n_embd,
-                   .n_head = c.n_head,
-                   .n_layer = c.n_layer,
-                   .dropout = 0.2,
-                   .flash = o.unfused ? std::optional<bool>(false) : std::nullopt});
-    model.eval();
+    auto model = std::static_pointer_cast<nn::fast::GPT>(
+        make_gpt(o, c.block, c.n_embd, c.n_head, c.n_layer, 0.2, /*lecture=*/false, /*flash=*/true));
+    model->eval();
     Timing t = time_it(o.repeat ? o.repeat : 3, [&] {
         manual_seed(42);
-        model.generate(zeros({1, 1}, kInt64), c.max_new, 1.0, std::nullopt, nullptr, c.cache);
+        model->generate(zeros({1, 1}, kInt64), c.max_new, 1.0, std::nullopt, nullptr, c.cache);
     });
     std::printf("{\"name\":\"%s\",\"kind\":\"generate\",\"block\":%lld,\"n_embd\":%lld,\"n_head\":%lld,"
                 "\"n_layer\":%lld,\"new_tokens\":%lld,\"cache\":%s,\"threads\":%d,\"seconds\":%.4f,"

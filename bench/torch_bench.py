@@ -44,7 +44,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures"))
-from torch_models import GPT  # noqa: E402
+from fast_gpt_model import GPT, LECTURE_LAYOUT  # noqa: E402
+from torch_models import GPTLanguageModel, generate  # noqa: E402
 
 # Keep in step with bench/ember_bench.cpp.
 PRODUCTS = [  # name, m, k, n, b transposed (x @ W^T)
@@ -66,12 +67,22 @@ ATTENTION = [  # name, batch, heads, T, hs
     ("t128", 8, 4, 128, 32),
     ("lecture", 64, 6, 256, 64),
 ]
-TRAIN = [  # name, batch, block, n_embd, n_head, n_layer, dropout, batched heads, default steps
-    ("train_tiny", 32, 8, 32, 4, 3, 0.0, True, 200),
-    ("train_tiny_list", 32, 8, 32, 4, 3, 0.0, False, 200),
-    ("train_small", 16, 32, 64, 4, 4, 0.0, True, 100),
-    ("train_lecture", 64, 256, 384, 6, 6, 0.2, True, 3),
+# gpt.py's GPT in nanoGPT's layout (ember's fast model; here its twin, the
+# attention written out), or, for *_list, gpt.py's own classes (a list of Heads).
+TRAIN = [  # name, batch, block, n_embd, n_head, n_layer, dropout, gpt.py's classes, default steps
+    ("train_tiny", 32, 8, 32, 4, 3, 0.0, False, 200),
+    ("train_tiny_list", 32, 8, 32, 4, 3, 0.0, True, 200),
+    ("train_small", 16, 32, 64, 4, 4, 0.0, False, 100),
+    ("train_lecture", 64, 256, 384, 6, 6, 0.2, False, 3),
+    ("train_lecture_list", 64, 256, 384, 6, 6, 0.2, True, 3),
 ]
+
+
+def make_gpt(block, n_embd, n_head, n_layer, dropout, lecture):
+    if lecture:
+        return GPTLanguageModel(65, block, n_embd, n_head, n_layer, dropout)
+    return GPT(dict(vocab_size=65, block_size=block, n_embd=n_embd, n_head=n_head, n_layer=n_layer, dropout=dropout,
+                    **LECTURE_LAYOUT))
 
 
 def time_it(repeat, fn):
@@ -151,9 +162,9 @@ def bench_attention(args, name, batch, heads, T, hs, forward, backward):
                  runs[len(runs) // 2], runs[0])
 
 
-def bench_train(args, name, batch, block, n_embd, n_head, n_layer, dropout, batched, steps):
+def bench_train(args, name, batch, block, n_embd, n_head, n_layer, dropout, lecture, steps):
     torch.manual_seed(1337)
-    model = GPT(65, block, n_embd, n_head, n_layer, dropout, batched=batched)
+    model = make_gpt(block, n_embd, n_head, n_layer, dropout, lecture)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     x, y = torch.randint(0, 65, (batch, block)), torch.randint(0, 65, (batch, block))
     steps = args.repeat or steps
@@ -167,7 +178,7 @@ def bench_train(args, name, batch, block, n_embd, n_head, n_layer, dropout, batc
     median, best = time_it(steps, step)
     tokens = batch * block
     emit(name=name, kind="train", batch=batch, block=block, n_embd=n_embd, n_head=n_head, n_layer=n_layer,
-         dropout=dropout, batched_heads=batched, threads=torch.get_num_threads(), steps=steps,
+         dropout=dropout, model="lecture" if lecture else "fast", threads=torch.get_num_threads(), steps=steps,
          ms_per_step=round(median * 1e3, 3), tokens_per_s=round(tokens / median), tokens_per_s_best=round(tokens / best),
          peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
 
@@ -188,13 +199,12 @@ GENERATE = [  # name, block, n_embd, n_head, n_layer, new tokens
 
 def bench_generate(args, name, block, n_embd, n_head, n_layer, new_tokens):
     torch.manual_seed(1337)
-    model = GPT(65, block, n_embd, n_head, n_layer, 0.2, batched=True)
+    model = make_gpt(block, n_embd, n_head, n_layer, 0.2, lecture=False)
     model.eval()
 
     def run():
         torch.manual_seed(42)
-        with torch.no_grad():
-            model.generate(torch.zeros((1, 1), dtype=torch.long), new_tokens)
+        generate(model, block, torch.zeros((1, 1), dtype=torch.long), new_tokens)
 
     median, best = time_it(args.repeat or 3, run)
     emit(name=name, kind="generate", block=block, n_embd=n_embd, n_head=n_head, n_layer=n_layer,

@@ -64,25 +64,18 @@ int main() {
     std::cout << x.transpose(1, 2).reshape({B, T, C * 2}) << "\n\n";
 
     // "Implementing Multi-head Attention": Q, K, V and O as Linears with bias,
-    // no causal mask;
-    // and V2, one fused qkv Linear laid out per head and split with chunk.
+    // no causal mask (nn::QKVAttention); and V2, one fused qkv Linear laid
+    // out per head and split with chunk (nn::FusedQKVAttention).
     manual_seed(0); // the notebook sets no seed here; ember fixes one
     const int64_t vocab_size = 15, d_model = 12, seq_len = 5, n_head = 3;
     Tensor tokens = randint(0, vocab_size, {2, seq_len});
     nn::Embedding embedding(vocab_size, d_model);
     Tensor embedded = embedding(tokens);
-    nn::AttentionConfig config{.d_in = d_model,
-                               .d_out = d_model,
-                               .context_length = seq_len,
-                               .num_heads = n_head,
-                               .qkv_bias = true,
-                               .causal = false};
-    nn::BatchedMultiHeadAttention attn(config);
+    nn::QKVAttention attn(d_model, n_head); // the notebook's MultiHeadAttention(d_model, n_head)
     Tensor hidden = attn(embedded);
     std::cout << "input x: " << torch_size(tokens.shape()) << ", and embedded: " << torch_size(embedded.shape())
               << ", and hidden state: " << torch_size(hidden.shape()) << "\n";
-    config.fused_qkv = true;
-    nn::BatchedMultiHeadAttention attn_v2(config);
+    nn::FusedQKVAttention attn_v2(d_model, n_head); // its MultiHeadAttentionV2(d_model, n_head)
     std::cout << "V2 hidden state: " << torch_size(attn_v2(embedded).shape()) << "\n\n";
 
     // The list of heads and the batched form are one computation: copy the

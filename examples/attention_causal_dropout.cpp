@@ -44,13 +44,14 @@ int main() {
     const int64_t B = 4, T = 8, C = 32;
     Tensor x = randn({B, T, C});
     nn::BatchedMultiHeadAttention attn(C, C, T, 0.1, 4);
-    attn.keep_attention = true;
+    // The weights, as the dropout hands them on: a forward hook sees its output.
+    Tensor weights; // (B,NH,T,T)
+    attn.dropout->register_forward_hook([&](nn::Module&, const Tensor&, const Tensor& out) { weights = out.detach(); });
     std::cout << torch_size(attn(x).shape()) << "\n";
     // In training mode some weights were dropped (and the rest scaled by 1/0.9).
-    Tensor w = attn.attention[0][0]; // sequence 0, head 0: (T,T)
-    std::cout << "weights of sequence 0, head 0, in training:\n" << w << "\n";
+    std::cout << "weights of sequence 0, head 0, in training:\n" << weights[0][0] << "\n";
     attn.eval();
     attn(x);
-    std::cout << "in eval mode, rows sum to 1 again:\n" << sum(attn.attention[0][0], -1) << "\n";
+    std::cout << "in eval mode, rows sum to 1 again:\n" << sum(weights[0][0], -1) << "\n";
     return 0;
 }

@@ -5,7 +5,7 @@
 // row x of C channels by 1 / rms(x), rms(x) = sqrt(mean(x^2) + eps), and then
 // by a learned weight per channel. It is built from ops that already have a
 // backward, so it needs none of its own. Then it goes inside a GPT, in
-// place of every LayerNorm, through the factories of nn::BlockLayers.
+// place of every LayerNorm of the lecture's GPT, through replace_module.
 //
 //   build/examples/custom_layer        (exits with 1 if a check fails)
 #include <cmath>
@@ -61,13 +61,19 @@ int main() {
     std::printf("rows normalised: %s\ngradcheck (input and weight): %s\n", ok ? "yes" : "NO",
                 grads_ok ? "passed" : "FAILED");
 
-    // The layer inside a GPT: make_norm builds ln1 and ln2 of every block,
-    // and ln_f. Nothing of Block or GPT is copied.
-    nn::GPTConfig config{.vocab_size = 65, .block_size = 8, .n_embd = 32, .n_head = 4, .n_layer = 2};
-    nn::GPT lecture(config);
-    config.layers.make_norm = [](int64_t n_embd) { return std::make_shared<RMSNorm>(n_embd); };
+    // The layer inside a GPT: replace_module puts it in the place of ln1
+    // and ln2 of every block, and of ln_f. Nothing of Block or
+    // GPTLanguageModel is copied.
+    const nn::GPTConfig config{.vocab_size = 65, .block_size = 8, .n_embd = 32, .n_head = 4, .n_layer = 2};
+    nn::GPTLanguageModel lecture(config);
     manual_seed(1337);
-    nn::GPT model(config);
+    nn::GPTLanguageModel model(config);
+    for (size_t i = 0; i < model.blocks->size(); ++i) {
+        auto block = model.blocks->at<nn::Block>(i);
+        block->ln1 = block->replace_module("ln1", std::make_shared<RMSNorm>(config.n_embd));
+        block->ln2 = block->replace_module("ln2", std::make_shared<RMSNorm>(config.n_embd));
+    }
+    model.ln_f = model.replace_module("ln_f", std::make_shared<RMSNorm>(config.n_embd));
     std::printf("\nthe RMSNorms of a GPT built with them:");
     for (const auto& [name, module] : model.named_modules())
         if (module->type_name() == "RMSNorm") std::printf(" %s", name.c_str());

@@ -1,6 +1,6 @@
 // gpt_minimal: the "Let's build GPT" lecture's gpt.py as one short C++
 // program, top to bottom in its order: read the text, encode it, get_batch,
-// estimate_loss, the model (nn::GPT, gpt.py's classes), the AdamW loop, and
+// estimate_loss, the model (nn::GPTLanguageModel: gpt.py's classes), the AdamW loop, and
 // a sample. train_gpt does the same with presets, checkpoints and plots;
 // this file is the loop alone. docs/gpt.md walks it stage by stage; its
 // PyTorch twin (gpt.py with these settings) is in tests/fixtures/fx_examples.py,
@@ -139,14 +139,13 @@ int run(int argc, char** argv) {
         return std::pair{stack(xs), stack(ys)}; // (B,T) each
     };
 
-    // ---- the model: gpt.py's BigramLanguageModel, with its _init_weights ------------------
-    nn::GPT model(nn::GPTConfig{.vocab_size = vocab_size,
+    // ---- the model: gpt.py's GPTLanguageModel (nn/gpt.h: its classes, line for line) ----
+    nn::GPTLanguageModel model({.vocab_size = vocab_size,
                                 .block_size = h.block_size,
                                 .n_embd = h.n_embd,
                                 .n_head = h.n_head,
                                 .n_layer = h.n_layer,
-                                .dropout = h.dropout,
-                                .flash = std::nullopt}); // fused attention from block_size 32 (nn/gpt.h)
+                                .dropout = h.dropout});
     std::printf("%.6f M parameters\n", static_cast<double>(model.num_parameters()) / 1e6);
 
     // ---- estimate_loss: the mean loss of eval_iters batches per split, dropout off, no graph ----

@@ -10,7 +10,9 @@ here on tiny Shakespeare (data/tinyshakespeare.txt, docs/training.md):
     /usr/bin/python3 examples/train_gpt.py --preset blocks --data data/tinyshakespeare.txt
 
 Needs Debian's python3-torch. The models are the lecture's stages
-(examples/train/model.h) and tests/fixtures/torch_models.py's GPT.
+(examples/train/model.h) and tests/fixtures/torch_models.py's
+GPTLanguageModel (gpt.py), which ember's train_gpt runs in its fast model
+by default: the same function, so the same losses to rounding.
 """
 import argparse
 import math
@@ -23,7 +25,7 @@ import torch.nn as nn
 from torch.nn import functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures"))
-from torch_models import GPT, Head, MultiHeadAttention  # noqa: E402
+from torch_models import Block, GPTLanguageModel, Head, MultiHeadAttention  # noqa: E402
 
 # ---- the generated play (examples/train/corpus.cpp, draw for draw) ----------------------
 
@@ -207,6 +209,10 @@ class StageModel(nn.Module):
         elif stage == "blocks":
             self.blocks = nn.Sequential(*[ResidualBlock(n_embd, n_head, block_size) for _ in range(n_layer)])
             self.middle = self.blocks
+        elif stage == "layernorm":
+            self.blocks = nn.Sequential(*[Block(n_embd, n_head, block_size, 0.0) for _ in range(n_layer)])
+            self.middle = self.blocks
+        self.ln_f = nn.LayerNorm(n_embd) if stage == "layernorm" else None
         self.lm_head = nn.Linear(n_embd, vocab_size)
 
     def forward(self, idx):
@@ -216,11 +222,13 @@ class StageModel(nn.Module):
             x = self.middle(x)
         if self.ffwd is not None:
             x = self.ffwd(x)
+        if self.ln_f is not None:
+            x = self.ln_f(x)
         return self.lm_head(x)
 
 
 class LogitsOnly(nn.Module):
-    """torch_models.GPT, returning only the logits, as ember's forward(idx)."""
+    """torch_models.GPTLanguageModel, returning only the logits, as ember's forward(idx)."""
 
     def __init__(self, gpt):
         super().__init__()
@@ -233,17 +241,17 @@ class LogitsOnly(nn.Module):
 # ---- presets (examples/train/options.cpp) -----------------------------------------------
 
 PRESETS = {
-    "default": dict(stage="gpt", block_size=64, n_embd=64, n_head=4, n_layer=3, dropout=0.0, gpt_init=True,
+    "default": dict(stage="gpt", block_size=64, n_embd=64, n_head=4, n_layer=3, dropout=0.0,
                     batch_size=32, lr=2e-3, max_iters=1000, eval_interval=100, eval_iters=20),
-    "bigram": dict(stage="bigram", block_size=8, n_embd=32, n_head=4, n_layer=3, dropout=0.0, gpt_init=False,
+    "bigram": dict(stage="bigram", block_size=8, n_embd=32, n_head=4, n_layer=3, dropout=0.0,
                    batch_size=32, lr=1e-2, max_iters=3000, eval_interval=300, eval_iters=200),
-    "lecture": dict(stage="gpt", block_size=256, n_embd=384, n_head=6, n_layer=6, dropout=0.2, gpt_init=True,
+    "lecture": dict(stage="gpt", block_size=256, n_embd=384, n_head=6, n_layer=6, dropout=0.2,
                     batch_size=64, lr=3e-4, max_iters=5000, eval_interval=500, eval_iters=200),
 }
 PRESETS["embed"] = dict(PRESETS["bigram"], stage="embed")
 for _stage in ("head", "multihead", "ffwd", "blocks", "layernorm"):
     PRESETS[_stage] = dict(stage=_stage, block_size=8, n_embd=32, n_head=1 if _stage == "head" else 4, n_layer=3,
-                           dropout=0.0, gpt_init=False, batch_size=32, lr=1e-3, max_iters=5000, eval_interval=500,
+                           dropout=0.0, batch_size=32, lr=1e-3, max_iters=5000, eval_interval=500,
                            eval_iters=200)
 
 
@@ -251,9 +259,9 @@ def make_model(cfg, vocab_size):
     stage = cfg["stage"]
     if stage == "bigram":
         return Bigram(vocab_size)
-    if stage in ("layernorm", "gpt"):
-        return LogitsOnly(GPT(vocab_size, cfg["block_size"], cfg["n_embd"], cfg["n_head"], cfg["n_layer"],
-                              cfg["dropout"], gpt_init=cfg["gpt_init"]))
+    if stage == "gpt":
+        return LogitsOnly(GPTLanguageModel(vocab_size, cfg["block_size"], cfg["n_embd"], cfg["n_head"],
+                                           cfg["n_layer"], cfg["dropout"]))
     return StageModel(stage, vocab_size, cfg["block_size"], cfg["n_embd"], cfg["n_head"], cfg["n_layer"])
 
 

@@ -299,6 +299,16 @@ EvalSet make_eval_set(const Options& o) {
     return e;
 }
 
+// The attention model's settings: gpt.py's GPT over the task's 2L positions.
+ModelConfig attention_model(const Options& o) {
+    return {.stage = Stage::GPT,
+            .vocab_size = kTaskVocab,
+            .block_size = 2 * o.length,
+            .n_embd = o.n_embd,
+            .n_head = o.n_head,
+            .n_layer = o.n_layer};
+}
+
 TaskResult run_task(Task task, const Options& o, const EvalSet& eval) {
     const Tensor& eval_prompts = eval.prompts;
     const std::unordered_set<uint64_t>& held_out = eval.held_out;
@@ -317,17 +327,11 @@ TaskResult run_task(Task task, const Options& o, const EvalSet& eval) {
 
     // The attention model.
     manual_seed(o.seed);
-    nn::GPT gpt({.vocab_size = kTaskVocab,
-                 .block_size = T,
-                 .n_embd = o.n_embd,
-                 .n_head = o.n_head,
-                 .n_layer = o.n_layer,
-                 .dropout = 0.0,
-                 .batched_attention = true});
-    std::cout << "attention model: nn::GPT, n_layer=" << o.n_layer << " n_head=" << o.n_head << " n_embd=" << o.n_embd
-              << " block_size=" << T << ", " << gpt.num_parameters() << " parameters; " << steps << " steps of "
-              << o.batch_size << " sequences, AdamW lr " << format("%g", o.lr) << "\n";
-    Outcome with = train_and_evaluate(gpt, task, o, steps, eval_prompts, held_out);
+    auto gpt = make_model(attention_model(o)); // gpt.py's GPT, run by the fast model
+    std::cout << "attention model: gpt.py's GPT (the fast model), n_layer=" << o.n_layer << " n_head=" << o.n_head
+              << " n_embd=" << o.n_embd << " block_size=" << T << ", " << gpt->num_parameters() << " parameters; "
+              << steps << " steps of " << o.batch_size << " sequences, AdamW lr " << format("%g", o.lr) << "\n";
+    Outcome with = train_and_evaluate(*gpt, task, o, steps, eval_prompts, held_out);
 
     // The baseline: the same model without attention, on the same batches.
     manual_seed(o.seed);
@@ -360,13 +364,7 @@ int run(int argc, char** argv) {
     if (o.threads > 0) set_num_threads(o.threads);
     // The attention model is the larger of the two: refuse it before
     // allocating if it cannot fit.
-    const ModelConfig model{.stage = Stage::GPT,
-                            .vocab_size = kTaskVocab,
-                            .block_size = 2 * o.length,
-                            .n_embd = o.n_embd,
-                            .n_head = o.n_head,
-                            .n_layer = o.n_layer};
-    std::string too_large = memory_problem(estimate_memory(model, o.batch_size, 0), available_memory(),
+    std::string too_large = memory_problem(estimate_memory(attention_model(o), o.batch_size, 0), available_memory(),
                                            "--n-embd, --n-layer or --batch-size");
     if (!too_large.empty()) throw UsageError(too_large);
     auto start = std::chrono::steady_clock::now();

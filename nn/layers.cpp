@@ -1,4 +1,4 @@
-// Embedding, LayerNorm, Dropout, ReLU, GELU, FeedForward: see layers.h.
+// Embedding, LayerNorm, Dropout, ReLU, GELU: see layers.h.
 // Tests: tests/test_layers.cpp.
 #include "nn/layers.h"
 
@@ -35,14 +35,15 @@ std::string Embedding::extra_repr() const {
     return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim);
 }
 
-LayerNorm::LayerNorm(Shape shape, double eps_, bool affine) : Module("LayerNorm"), normalized_shape(shape), eps(eps_) {
+LayerNorm::LayerNorm(Shape shape, double eps_, bool affine, bool with_bias)
+    : Module("LayerNorm"), normalized_shape(shape), eps(eps_) {
     if (shape.empty()) fail<ValueError>("LayerNorm", "normalized_shape must not be empty");
     for (int64_t s : shape)
         if (s < 0) fail<ValueError>("LayerNorm", "normalized_shape ", shape, " has a negative size");
     if (!(eps >= 0)) fail<ValueError>("LayerNorm", "eps must be non-negative, got ", eps);
     if (affine) {
         weight = register_parameter("weight", ones(shape));
-        bias = register_parameter("bias", zeros(shape));
+        if (with_bias) bias = register_parameter("bias", zeros(shape));
     }
 }
 
@@ -67,13 +68,6 @@ std::string Dropout::extra_repr() const { return "p=" + python_float(p) + ", inp
 GELU::GELU(std::string approx) : Module("GELU"), approximate(std::move(approx)) {
     if (approximate != "none" && approximate != "tanh")
         fail<ValueError>("GELU", "approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
-}
-
-FeedForward::FeedForward(int64_t n_embd, double dropout) : Module("FeedForward") {
-    net =
-        register_module("net", std::make_shared<Sequential>(std::vector<std::shared_ptr<Module>>{
-                                   std::make_shared<Linear>(n_embd, 4 * n_embd), std::make_shared<ReLU>(),
-                                   std::make_shared<Linear>(4 * n_embd, n_embd), std::make_shared<Dropout>(dropout)}));
 }
 
 } // namespace ember::nn

@@ -1,5 +1,5 @@
 // Small layers, each a thin Module around one op: Embedding, LayerNorm,
-// Dropout, ReLU, GELU; and FeedForward, the transformer's MLP.
+// Dropout, ReLU, GELU. (The lecture's FeedForward is in nn/gpt.h.)
 // Their math lives in core/ (embedding, layer_norm, dropout, relu, gelu).
 // Tests: tests/test_layers.cpp.
 #pragma once
@@ -23,15 +23,17 @@ public:
 
 // Normalises over the trailing dims `normalized_shape` (docs/layer_norm.md),
 // with a learned per-channel scale (weight = 1) and shift (bias = 0).
+// bias = false keeps the scale alone (PyTorch 2.1's LayerNorm(..., bias=False),
+// which nanoGPT's LayerNorm(ndim, bias) stands in for).
 class LayerNorm : public Module {
 public:
-    explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+    explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true, bool bias = true);
     explicit LayerNorm(int64_t size, double eps = 1e-5) : LayerNorm(Shape{size}, eps) {}
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
     const Shape normalized_shape;
     const double eps;
-    Tensor weight, bias; // undefined without elementwise_affine
+    Tensor weight, bias; // undefined without elementwise_affine (bias: or without bias)
 };
 
 // Zeroes each element with probability p in training mode (scaling the rest
@@ -58,15 +60,6 @@ public:
     Tensor forward(const Tensor& x) override { return gelu(x, approximate); }
     std::string extra_repr() const override { return "approximate='" + approximate + "'"; }
     const std::string approximate;
-};
-
-// The lecture's FeedFoward: Linear(n, 4n), ReLU, Linear(4n, n), Dropout,
-// as a Sequential named `net` (parameters net.0.weight, net.2.bias, ...).
-class FeedForward : public Module {
-public:
-    FeedForward(int64_t n_embd, double dropout);
-    Tensor forward(const Tensor& x) override { return (*net)(x); }
-    std::shared_ptr<Sequential> net;
 };
 
 } // namespace ember::nn

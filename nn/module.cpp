@@ -67,6 +67,28 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
     children_.emplace_back(name, std::move(module));
 }
 
+void Module::replace_child(const std::string& name, std::shared_ptr<Module> module) {
+    if (!module) fail<ValueError>(type_name_, "replace_module: the new \"", name, "\" is null");
+    for (auto& [child_name, child] : children_)
+        if (child_name == name) {
+            child = std::move(module);
+            return;
+        }
+    fail<ValueError>(type_name_, "replace_module: there is no submodule \"", name, "\" to replace");
+}
+
+Tensor Module::replace_parameter(const std::string& name, Tensor tensor) {
+    if (!tensor.defined()) fail<ValueError>(type_name_, "replace_parameter: the new \"", name, "\" is undefined");
+    for (auto& [parameter_name, p] : parameters_)
+        if (parameter_name == name) {
+            if (!tensor.is_leaf()) tensor = tensor.detach(); // as register_parameter
+            if (!tensor.requires_grad()) tensor.requires_grad_(true);
+            p = tensor;
+            return tensor;
+        }
+    fail<ValueError>(type_name_, "replace_parameter: there is no parameter \"", name, "\" to replace");
+}
+
 // ---- calling, and hooks ---------------------------------------------------------------------
 
 Tensor Module::operator()(const Tensor& x) {

@@ -106,6 +106,20 @@ public:
         add_child(name, module);
         return module;
     }
+    // Puts `module` in the place of the registered submodule `name`
+    // (PyTorch's `block.ln1 = RMSNorm(...)`; the C++ frontend's
+    // replace_module): a layer of yours inside a model built by someone
+    // else. Assign the result to the member that held the old one.
+    template <typename M>
+    std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> module) {
+        replace_child(name, module);
+        return module;
+    }
+    // Puts `tensor` in the place of the registered parameter `name`, as
+    // nanoGPT's `wte.weight = lm_head.weight` ties two modules' weights:
+    // the parameter is then listed once, under its first name. Assign the
+    // result to the member that held the old one.
+    Tensor replace_parameter(const std::string& name, Tensor tensor);
 
     // ---- what a module holds -------------------------------------------------
     // Parameters of this module and, recursively, its submodules, in
@@ -151,6 +165,7 @@ public:
 
 protected:
     void add_child(const std::string& name, std::shared_ptr<Module> module);
+    void replace_child(const std::string& name, std::shared_ptr<Module> module);
 
 private:
     void check_new_name(const std::string& name, const char* what) const;

@@ -1,12 +1,15 @@
-// ember::nn: modules, layers, attention, a small GPT, optimisers,
-// checkpoints and the model summary, built on the core engine (../core).
-// Included by ember.h. Tests: tests/test_module.cpp, test_layers.cpp,
-// test_attention.cpp, test_gpt.cpp, test_summary.cpp.
+// ember::nn: modules, layers, the notebooks' attention, the lecture's GPT
+// and the fast GPT, sampling, optimisers, checkpoints and the model summary,
+// built on the core engine (../core). Included by ember.h. Tests:
+// tests/test_module.cpp, test_layers.cpp, test_attention.cpp, test_gpt.cpp,
+// test_fast_gpt.cpp, test_summary.cpp.
 #pragma once
 
 #include "nn/attention.h"
 #include "nn/checkpoint.h"
 #include "nn/distributed.h"
+#include "nn/fast_gpt.h"
+#include "nn/generate.h"
 #include "nn/gpt.h"
 #include "nn/init.h"
 #include "nn/layers.h"

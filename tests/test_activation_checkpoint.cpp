@@ -1,4 +1,4 @@
-// checkpoint (core/autograd/checkpoint.h) and GPTConfig::checkpoint_blocks:
+// checkpoint (core/autograd/checkpoint.h) and the fast GPT's checkpoint_blocks:
 // the gradients of the same computation without checkpointing, bit for bit,
 // dropout included; the intermediates really are not kept; errors inside
 // the recomputation reach the caller.
@@ -13,7 +13,7 @@ namespace {
 
 // Both GPTs built after the same seed, trained one step after the same seed:
 // the losses and every parameter's gradient, bit for bit.
-void check_same_step(nn::GPTConfig config) {
+void check_same_step(nn::fast::GPTConfig config) {
     manual_seed(3);
     Tensor idx = randint(0, config.vocab_size, {4, config.block_size});
     Tensor targets = randint(0, config.vocab_size, {4, config.block_size});
@@ -21,7 +21,7 @@ void check_same_step(nn::GPTConfig config) {
     for (bool recompute : {false, true}) {
         config.checkpoint_blocks = recompute;
         manual_seed(17);
-        nn::GPT model(config);
+        nn::fast::GPT model(config);
         manual_seed(23); // the dropout masks
         Tensor loss = model.forward(idx, targets).loss;
         loss.backward();
@@ -39,14 +39,16 @@ void check_same_step(nn::GPTConfig config) {
 } // namespace
 
 TEST_CASE("a GPT with its Blocks checkpointed computes the plain GPT's gradients, bit for bit", "[checkpoint][gpt]") {
-    nn::GPTConfig config{.vocab_size = 20, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 3, .dropout = 0.2};
+    nn::fast::GPTConfig config{
+        .vocab_size = 20, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 3, .dropout = 0.2};
     SECTION("fused attention") {
         config.flash = true;
         check_same_step(config);
     }
-    SECTION("the notebooks' attention, batched heads") {
+    SECTION("the unfused attention, gpt.py's layout") {
+        config = nn::fast::GPTConfig::lecture(
+            {.vocab_size = 20, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 3, .dropout = 0.2});
         config.flash = false;
-        config.batched_attention = true;
         check_same_step(config);
     }
 }

@@ -15,9 +15,8 @@ TEST_CASE("Head and the list-of-heads MultiHeadAttention match PyTorch", "[atten
     check_module_case(f, "mha", [] { return std::make_shared<nn::MultiHeadAttention>(4, 8, 32, 8, 0.1); });
 }
 
-TEST_CASE("BatchedMultiHeadAttention matches PyTorch in every configuration", "[attention]") {
+TEST_CASE("Raschka's and the \"Implementing Multi-head Attention\" classes match PyTorch", "[attention]") {
     const Fixtures& f = fixtures("attention");
-    using Config = nn::AttentionConfig;
     // Raschka's class with his signature and his "Your journey starts..." inputs.
     check_module_case(f, "batched.raschka",
                       [] { return std::make_shared<nn::BatchedMultiHeadAttention>(3, 2, 6, 0.0, 2); });
@@ -25,25 +24,19 @@ TEST_CASE("BatchedMultiHeadAttention matches PyTorch in every configuration", "[
                       [] { return std::make_shared<nn::BatchedMultiHeadAttention>(16, 16, 8, 0.1, 4, true); });
     check_module_case(f, "batched.d_in_ne_d_out",
                       [] { return std::make_shared<nn::BatchedMultiHeadAttention>(12, 8, 6, 0.0, 2); });
-    check_module_case(f, "batched.noncausal", [] {
-        return std::make_shared<nn::BatchedMultiHeadAttention>(
-            Config{.d_in = 8, .d_out = 8, .context_length = 4, .num_heads = 2, .causal = false});
-    });
-    check_module_case(f, "batched.fused", [] {
-        return std::make_shared<nn::BatchedMultiHeadAttention>(
-            Config{.d_in = 12, .d_out = 12, .context_length = 5, .num_heads = 3, .qkv_bias = true, .fused_qkv = true});
-    });
-    check_module_case(f, "batched.out_dropout", [] {
-        return std::make_shared<nn::BatchedMultiHeadAttention>(
-            Config{.d_in = 8, .d_out = 8, .context_length = 6, .num_heads = 2, .dropout = 0.1, .out_dropout = 0.2});
-    });
+    // T = 4 of a context_length of 6: the mask is truncated to the tokens.
+    check_module_case(f, "batched.short",
+                      [] { return std::make_shared<nn::BatchedMultiHeadAttention>(8, 8, 6, 0.1, 2); });
+    check_module_case(f, "qkv", [] { return std::make_shared<nn::QKVAttention>(8, 2); });
+    check_module_case(f, "qkv.fused", [] { return std::make_shared<nn::FusedQKVAttention>(12, 3); });
 }
 
 TEST_CASE("attention modules print as PyTorch prints them", "[attention][repr]") {
     const Fixtures& f = fixtures("attention");
-    // ember's class is BatchedMultiHeadAttention where the Python twin's is too.
     CHECK(nn::MultiHeadAttention(2, 4, 8, 8, 0.1).repr() == f.text("repr.mha"));
     CHECK(nn::BatchedMultiHeadAttention(3, 2, 6, 0.5, 2).repr() == f.text("repr.batched"));
+    CHECK(nn::QKVAttention(8, 2).repr() == f.text("repr.qkv"));
+    CHECK(nn::FusedQKVAttention(12, 3).repr() == f.text("repr.qkv.fused"));
 }
 
 namespace {
@@ -53,7 +46,7 @@ namespace {
 // rows h*hs .. (h+1)*hs of the batched (NH*hs, C) weight.
 void copy_heads_into(nn::MultiHeadAttention& list, nn::BatchedMultiHeadAttention& batched) {
     NoGradGuard no_grad;
-    const int64_t hs = batched.head_dim;
+    const int64_t hs = batched.head_size;
     for (size_t h = 0; h < list.heads->size(); ++h) {
         auto head = list.heads->at<nn::Head>(h);
         int64_t rows = static_cast<int64_t>(h) * hs;
@@ -76,7 +69,8 @@ TEST_CASE("the list-of-heads and batched forms agree in outputs and gradients", 
     Tensor x = randn({B, T, C}).requires_grad_();
     Tensor x2 = x.detach().clone().requires_grad_();
     Tensor a = list(x), b = batched(x2);
-    // The two differ only in how the scale is applied (* hs^-0.5 versus / sqrt(hs)).
+    // The two differ only in how the scale is applied (* hs^-0.5 versus / sqrt(hs))
+    // and the order of the products.
     require_close(a, b, {1e-5, 1e-6}, "outputs");
     Tensor g = randn({B, T, C});
     a.backward(g);
@@ -122,14 +116,24 @@ TEST_CASE("each mistake in the notebooks changes the result", "[attention]") {
     require_close(heads2.select(1, 1), head1, {1e-6, 1e-6}, "head 1 is x[:, 1]");
 }
 
-TEST_CASE("attention keeps its weights for plots when asked", "[attention]") {
+TEST_CASE("a forward hook on a head's dropout sees its weights", "[attention][hooks]") {
+    // The lecture's Head keeps nothing for plots; its weights are the
+    // softmax's output, which its dropout receives.
     manual_seed(0);
     nn::Head head(8, 4, 6, 0.0);
-    head.keep_attention = true;
-    head(randn({1, 6, 8}));
-    REQUIRE(head.attention.shape() == Shape{1, 6, 6});
-    require_close(sum(head.attention, -1), ones({1, 6}), {1e-6, 1e-6}, "rows sum to 1");
-    CHECK(sum(triu(head.attention, 1)).item<float>() == 0.0f); // causal: nothing above the diagonal
+    Tensor weights;
+    auto handle =
+        head.dropout->register_forward_hook([&](nn::Module&, const Tensor& input, const Tensor&) { weights = input; });
+    Tensor x = randn({1, 6, 8});
+    head(x);
+    REQUIRE(weights.shape() == Shape{1, 6, 6});
+    require_close(sum(weights, -1), ones({1, 6}), {1e-6, 1e-6}, "rows sum to 1");
+    CHECK(sum(triu(weights, 1)).item<float>() == 0.0f); // causal: nothing above the diagonal
+    // They are the lecture's lines computed by hand.
+    Tensor k = head.key->forward(x), q = head.query->forward(x);
+    Tensor wei = softmax((matmul(q, k.transpose(-2, -1)) * 0.5).masked_fill(tril(ones({6, 6})) == 0, -INFINITY), -1);
+    require_equal(weights, wei, "the hooked weights");
+    handle.remove();
 }
 
 TEST_CASE("attention rejects sequences longer than its mask, and bad shapes", "[attention][errors]") {
@@ -142,45 +146,23 @@ TEST_CASE("attention rejects sequences longer than its mask, and bad shapes", "[
     CHECK_THROWS_WITH(mha(ones({2, 5, 8})), Catch::Contains("context_length=4"));
     CHECK_THROWS_AS(mha(ones({2, 4, 7})), ShapeError);
     CHECK_THROWS_AS(nn::BatchedMultiHeadAttention(8, 9, 4, 0.0, 2), ValueError);
+    CHECK_THROWS_AS(nn::BatchedMultiHeadAttention(0, 8, 4, 0.0, 2), ValueError);
     CHECK_THROWS_AS(nn::MultiHeadAttention(0, 4, 8, 4, 0.0), ValueError);
+    CHECK_THROWS_AS(nn::Head(8, 0, 4, 0.0), ValueError);
+    nn::QKVAttention qkv(8, 2);
+    CHECK_THROWS_WITH(qkv(ones({2, 4, 7})), Catch::Contains("[QKVAttention]") && Catch::Contains("(2,4,7)"));
+    CHECK_THROWS_AS(nn::QKVAttention(8, 3), ValueError);
+    nn::FusedQKVAttention fused(12, 3);
+    CHECK_THROWS_WITH(fused(ones({12})), Catch::Contains("[FusedQKVAttention]") && Catch::Contains("(12)"));
+    CHECK_THROWS_AS(nn::FusedQKVAttention(12, 5), ValueError);
 }
 
-TEST_CASE("every causal attention form gives a full forward's outputs from its cache, step by step",
-          "[attention][cache]") {
-    const auto check = [](const std::string& what, nn::Module& layer, auto setup) {
-        INFO(what);
-        manual_seed(3);
-        Tensor x = randn({2, 6, 8});
-        layer.eval();
-        NoGradGuard no_grad;
-        Tensor full = layer.forward(x);
-        setup(2);
-        require_close(layer.forward(x.slice(1, 0, 2)), full.slice(1, 0, 2), {1e-5, 1e-6}, "two positions");
-        for (int64_t t = 2; t < 6; ++t)
-            require_close(layer.forward(x.slice(1, t, t + 1)), full.slice(1, t, t + 1), {1e-5, 1e-6},
-                          "position " + std::to_string(t));
-    };
-    for (bool flash : {false, true}) {
-        const std::string kind = flash ? " (fused)" : " (unfused)";
-        manual_seed(1);
-        nn::Head head(8, 4, 6, 0.1, flash);
-        check("Head" + kind, head, [&](int64_t b) { head.setup_cache(b); });
-        manual_seed(1);
-        nn::MultiHeadAttention heads(2, 4, 8, 6, 0.1, flash);
-        check("MultiHeadAttention" + kind, heads, [&](int64_t b) {
-            for (size_t h = 0; h < heads.heads->size(); ++h) heads.heads->at<nn::Head>(h)->setup_cache(b);
-        });
-        for (bool fused_qkv : {false, true}) {
-            manual_seed(1);
-            nn::BatchedMultiHeadAttention batched({.d_in = 8,
-                                                   .d_out = 8,
-                                                   .context_length = 6,
-                                                   .num_heads = 2,
-                                                   .dropout = 0.1,
-                                                   .fused_qkv = fused_qkv,
-                                                   .flash = flash});
-            check(std::string("BatchedMultiHeadAttention") + (fused_qkv ? ", fused QKV" : "") + kind, batched,
-                  [&](int64_t b) { batched.setup_cache(b); });
-        }
-    }
+TEST_CASE("the lecture's classes hold no cache, flash or inspection switch", "[attention]") {
+    // What a learner reads is what runs: a Head is its three Linears, its
+    // mask and its dropout; nothing else is registered.
+    nn::Head head(8, 4, 6, 0.1);
+    std::vector<std::string> children;
+    for (const auto& [name, child] : head.named_children()) children.push_back(name);
+    CHECK(children == std::vector<std::string>{"key", "query", "value", "dropout"});
+    CHECK(head.named_buffers().size() == 1);
 }

@@ -40,7 +40,7 @@ nn::GPTConfig tiny() {
 
 TEST_CASE("a GPT written by PyTorch-side tooling loads into ember and computes the same logits", "[checkpoint]") {
     manual_seed(999); // different weights than the file's
-    nn::GPT model(tiny());
+    nn::GPTLanguageModel model(tiny());
     nn::Metadata meta;
     nn::load(model, kDir + "/gpt_tiny.safetensors", &meta);
     CHECK(meta["format"] == "pt");
@@ -66,11 +66,11 @@ TEST_CASE("ember writes the canonical safetensors layout byte for byte", "[check
 
 TEST_CASE("a model saved and loaded again is the same model", "[checkpoint]") {
     manual_seed(1);
-    nn::GPT a(tiny());
+    nn::GPTLanguageModel a(tiny());
     std::string path = scratch("round_trip");
     nn::save(a, path, {{"note", "round trip"}});
     manual_seed(2);
-    nn::GPT b(tiny());
+    nn::GPTLanguageModel b(tiny());
     nn::load(b, path);
     for (const auto& [name, t] : a.state_dict()) require_equal(b.state_dict().at(name), t, name);
     std::remove(path.c_str());
@@ -80,7 +80,7 @@ TEST_CASE("a model saved and loaded again is the same model", "[checkpoint]") {
 
 TEST_CASE("corrupt or mismatched files are refused and the model is left untouched", "[checkpoint][errors]") {
     manual_seed(3);
-    nn::GPT model(tiny());
+    nn::GPTLanguageModel model(tiny());
     nn::StateDict before = model.state_dict();
     std::vector<Tensor> copies;
     for (const auto& [name, t] : before) copies.push_back(t.clone());
@@ -128,7 +128,7 @@ TEST_CASE("corrupt or mismatched files are refused and the model is left untouch
         CHECK_THROWS_AS(nn::load(model, path), ValueError);
         CHECK_THROWS_WITH(nn::load(model, path), Catch::Contains("missing keys") && Catch::Contains("lm_head.weight") &&
                                                      Catch::Contains("unexpected keys"));
-        nn::GPT wider({.vocab_size = 21, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 2});
+        nn::GPTLanguageModel wider({.vocab_size = 21, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 2});
         nn::save(wider, path);
         CHECK_THROWS_WITH(nn::load(model, path), Catch::Contains("size mismatch") && Catch::Contains("(21,16)"));
         std::remove(path.c_str());

@@ -81,7 +81,8 @@ TEST_CASE("a module defined in user code works like a built-in one", "[module]")
 }
 
 TEST_CASE("train() and eval() reach every submodule", "[module]") {
-    nn::GPT gpt({.vocab_size = 5, .block_size = 4, .n_embd = 8, .n_head = 2, .n_layer = 2, .dropout = 0.5});
+    nn::GPTLanguageModel gpt(
+        {.vocab_size = 5, .block_size = 4, .n_embd = 8, .n_head = 2, .n_layer = 2, .dropout = 0.5});
     gpt.eval();
     for (const auto& [name, m] : gpt.named_modules()) {
         INFO(name);
@@ -210,27 +211,31 @@ TEST_CASE("a hook may remove itself while it runs; a handle outlives its module"
     orphan.remove(); // the module is gone: nothing to do, and no crash
 }
 
-TEST_CASE("every layer of ember's GPT runs its children's hooks", "[module][hooks]") {
-    // Both attention forms, and a FeedForward's Sequential: every module in
-    // the tree must be called through operator(), once per forward.
-    for (bool batched : {false, true}) {
+TEST_CASE("every layer of ember's GPTs runs its children's hooks", "[module][hooks]") {
+    // The lecture's model (a list of heads, a FeedForward's Sequential) and
+    // the fast model (unfused: with flash, the fused op does the attention
+    // dropout's work itself): every module in the tree must be called
+    // through operator(), once per forward.
+    for (bool fast : {false, true}) {
         manual_seed(0);
-        nn::GPT model({.vocab_size = 11,
-                       .block_size = 4,
-                       .n_embd = 8,
-                       .n_head = 2,
-                       .n_layer = 2,
-                       .dropout = 0.1,
-                       .batched_attention = batched});
+        const nn::GPTConfig config{
+            .vocab_size = 11, .block_size = 4, .n_embd = 8, .n_head = 2, .n_layer = 2, .dropout = 0.1};
+        std::shared_ptr<nn::Module> model = std::make_shared<nn::GPTLanguageModel>(config);
+        if (fast) {
+            nn::fast::GPTConfig c = nn::fast::GPTConfig::lecture(config);
+            c.flash = false;
+            model = std::make_shared<nn::fast::GPT>(c);
+        }
         std::map<std::string, int> calls;
         std::vector<nn::RemovableHandle> handles;
-        for (const auto& [name, m] : model.named_modules())
+        for (const auto& [name, m] : model->named_modules())
             handles.push_back(m->register_forward_hook(
                 [&calls, name = name](nn::Module&, const Tensor&, const Tensor&) { ++calls[name]; }));
-        model(randint(0, 11, {2, 4}));
-        for (const auto& [name, m] : model.named_modules()) {
-            if (m->type_name() == "ModuleList") continue; // a list has no forward: its owner calls its items
-            INFO((batched ? "batched: " : "heads: ") << "module \"" << name << "\" (" << m->type_name() << ")");
+        (*model)(randint(0, 11, {2, 4}));
+        for (const auto& [name, m] : model->named_modules()) {
+            // A list or a dict has no forward: its owner calls its items.
+            if (m->type_name() == "ModuleList" || m->type_name() == "ModuleDict") continue;
+            INFO((fast ? "fast: " : "lecture: ") << "module \"" << name << "\" (" << m->type_name() << ")");
             CHECK(calls[name] == 1);
         }
         for (auto& h : handles) h.remove();

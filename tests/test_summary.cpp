@@ -10,12 +10,16 @@ using namespace ember::testing;
 
 namespace {
 
-// One block, batched attention, no dropout: 20 tokens, 8 positions, 16
-// channels, 2 heads.
-std::shared_ptr<nn::GPT> small_gpt() {
+// gpt.py's model with one block whose list of heads is replaced by Raschka's
+// batched attention (replace_module), no dropout: 20 tokens, 8 positions,
+// 16 channels, 2 heads.
+std::shared_ptr<nn::GPTLanguageModel> small_gpt() {
     manual_seed(0);
-    return std::make_shared<nn::GPT>(nn::GPTConfig{
-        .vocab_size = 20, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 1, .batched_attention = true});
+    auto model = std::make_shared<nn::GPTLanguageModel>(
+        nn::GPTConfig{.vocab_size = 20, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 1});
+    auto block = model->blocks->at<nn::Block>(0);
+    block->sa = block->replace_module("sa", std::make_shared<nn::BatchedMultiHeadAttention>(16, 16, 8, 0.0, 2));
+    return model;
 }
 
 } // namespace
@@ -39,7 +43,7 @@ TEST_CASE("summary prints a GPT as torchinfo would", "[summary]") {
         rule + "\n" +
         "Layer (type (var_name):depth-idx)                            Output Shape              Param #\n" + rule +
         "\n" +
-        "GPT (GPT)                                                    [2, 8, 20]                --\n"
+        "GPTLanguageModel (GPTLanguageModel)                          [2, 8, 20]                --\n"
         "├─Embedding (token_embedding_table): 1-1                     [2, 8, 16]                320\n"
         "├─Embedding (position_embedding_table): 1-2                  [8, 16]                   128\n"
         "├─Sequential (blocks): 1-3                                   [2, 8, 16]                --\n"
@@ -74,7 +78,7 @@ TEST_CASE("summary records every call, below the printed depth too", "[summary]"
     nn::ModelSummary s = nn::summary(*model, zeros({2, 8}, kInt64), /*depth=*/5);
     // 11 rows to depth 3, then the attention's W_key, W_query, W_value,
     // dropout, out_proj and the MLP's net (depth 4), and net's four layers,
-    // in call order: GPT, the embeddings, blocks, blocks.0, ln1, sa, sa's
+    // in call order: the model, the embeddings, blocks, blocks.0, ln1, sa, sa's
     // five (rows 7-11), ln2, ffwd, net, net's four (rows 15-18), ln_f, lm_head.
     REQUIRE(s.rows.size() == 21);
     const nn::SummaryRow& weights_dropout = s.rows[10];

@@ -229,11 +229,16 @@ TEST_CASE("--summary prints the model's table and exits without training", "[tra
     const int64_t total = 10 * 64 + 64 * 64 + 3 * per_block + 128 + (64 * 10 + 10);
     CHECK(total == 154890);
     CHECK(r.out.find("Total params: 154,890\n") != std::string::npos);
-    CHECK(r.out.find("│    │    └─MultiHeadAttention (blocks.2.sa): 3-10") != std::string::npos);
-    CHECK(r.out.find("├─Linear (lm_head): 1-5") != std::string::npos);
+    // The fast model by default, in GPT-2's names; the lecture's classes on request.
+    CHECK(r.out.find("│    └─CausalSelfAttention (transformer.h.2.attn): 2-10") != std::string::npos);
+    CHECK(r.out.find("├─Linear (lm_head): 1-8") != std::string::npos);
     CHECK(r.out.find("[32, 64, 10]") != std::string::npos); // the logits of one batch (B,T,V)
     CHECK(r.out.find("step") == std::string::npos);         // no training
     CHECK_FALSE(fs::exists(dir + "/train_gpt.safetensors"));
+    CommandResult lecture = run("--summary --model lecture --data " + dir + "/ten.txt --out " + dir);
+    CHECK(lecture.out.find("Total params: 154,890\n") != std::string::npos);
+    CHECK(lecture.out.find("│    │    └─MultiHeadAttention (blocks.2.sa): 3-10") != std::string::npos);
+    CHECK(lecture.out.find("├─Linear (lm_head): 1-5") != std::string::npos);
     fs::remove_all(dir);
 }
 
@@ -515,12 +520,15 @@ TEST_CASE("the parameter count is make_model's without building it", "[train_gpt
         train::ModelConfig c{.stage = stage, .vocab_size = 7, .block_size = 5, .n_embd = 12, .n_head = 3, .n_layer = 2};
         INFO(train::stage_name(stage));
         CHECK(train::count_parameters(c) == static_cast<double>(train::make_model(c)->num_parameters()));
+        c.kind = train::ModelKind::Lecture;
+        CHECK(train::count_parameters(c) == static_cast<double>(train::make_model(c)->num_parameters()));
     }
 }
 
 TEST_CASE("the memory estimate bounds a training step's measured peak, within a factor of 1.6", "[train_gpt][memory]") {
     // Peaks measured as ember's allocator counts them (memory_stats), over
-    // everything a run holds: model, AdamW state and a step's graph.
+    // everything a run holds: model, AdamW state and a step's graph; the
+    // fast model (the default) and the lecture's classes each.
     using train::Stage;
     const std::vector<std::pair<train::ModelConfig, int64_t>> runs = {
         {{.stage = Stage::GPT, .vocab_size = 53, .block_size = 64, .n_embd = 64, .n_head = 4, .n_layer = 3}, 8},
@@ -532,11 +540,21 @@ TEST_CASE("the memory estimate bounds a training step's measured peak, within a 
           .n_layer = 2,
           .dropout = 0.2},
          16},
+        {{.stage = Stage::GPT,
+          .vocab_size = 65,
+          .block_size = 32,
+          .n_embd = 48,
+          .n_head = 6,
+          .n_layer = 2,
+          .dropout = 0.2,
+          .kind = train::ModelKind::Lecture},
+         16},
         {{.stage = Stage::Blocks, .vocab_size = 65, .block_size = 16, .n_embd = 32, .n_head = 4, .n_layer = 3}, 16},
         {{.stage = Stage::Bigram, .vocab_size = 65, .block_size = 8}, 32},
     };
     for (const auto& [config, batch] : runs) {
-        INFO(train::stage_name(config.stage) << " B=" << batch << " T=" << config.block_size);
+        INFO(train::stage_name(config.stage)
+             << " (" << train::kind_name(config.kind) << ") B=" << batch << " T=" << config.block_size);
         manual_seed(0);
         reset_peak_memory_stats();
         const size_t before = memory_stats().allocated;

@@ -101,13 +101,8 @@ TEST_CASE("the baseline cannot see other positions", "[train_tasks]") {
     manual_seed(0);
     NoAttentionLM mlp(kTaskVocab, 8, 16, 2);
     manual_seed(0);
-    nn::GPT gpt({.vocab_size = kTaskVocab,
-                 .block_size = 8,
-                 .n_embd = 16,
-                 .n_head = 2,
-                 .n_layer = 2,
-                 .dropout = 0.0,
-                 .batched_attention = true});
+    nn::fast::GPT gpt(nn::fast::GPTConfig::lecture(
+        {.vocab_size = kTaskVocab, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 2, .dropout = 0.0}));
     Tensor a = from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}, {1, 8});
     Tensor b = from_vector(std::vector<int64_t>{9, 2, 3, 4, 5, 6, 7, 8}, {1, 8});
     NoGradGuard no_grad;

@@ -21,9 +21,8 @@ int main() {
     print_value("mean after dropout", mean(y).item());                  // about 1
 
     // A GPT with the lecture's dropout 0.2, asked twice about the same text.
-    nn::GPTConfig config{
-        .vocab_size = 65, .block_size = 8, .n_embd = 32, .n_head = 4, .n_layer = 2, .dropout = 0.2, .flash = false};
-    nn::GPT model(config);
+    nn::GPTLanguageModel model(
+        {.vocab_size = 65, .block_size = 8, .n_embd = 32, .n_head = 4, .n_layer = 2, .dropout = 0.2});
     Tensor idx = randint(0, 65, {4, 8}), targets = randint(0, 65, {4, 8});
     NoGradGuard no_grad;
     // A fresh module is in training mode, as in PyTorch.

@@ -3,8 +3,9 @@
 // it by a learned weight: no mean subtracted, no bias.
 //   y = x / sqrt(mean(x^2) + eps) * weight
 // Written as a Module from existing ops, it needs no backward of its own;
-// nn::BlockLayers::make_norm puts it in every Block (ln1, ln2) and as ln_f,
-// without copying Block or GPT (docs/extending.md). Its PyTorch twin is in
+// replace_module puts it in the place of every LayerNorm of a built GPT
+// (each Block's ln1 and ln2, and ln_f), without copying Block or
+// GPTLanguageModel (docs/extending.md). Its PyTorch twin is in
 // tests/fixtures/torch_models.py; with the same seed both models start from
 // the same weights and train through the same losses.
 //
@@ -30,14 +31,20 @@ public:
 };
 
 int main() {
-    // flash = false: the notebooks' attention ops, as in the PyTorch twin.
-    nn::GPTConfig config{.vocab_size = 65, .block_size = 8, .n_embd = 32, .n_head = 4, .n_layer = 2, .flash = false};
+    const nn::GPTConfig config{.vocab_size = 65, .block_size = 8, .n_embd = 32, .n_head = 4, .n_layer = 2};
     manual_seed(1337);
-    nn::GPT lecture(config); // with LayerNorms, for the parameter count
+    nn::GPTLanguageModel lecture(config); // with LayerNorms, for the parameter count
 
-    config.layers.make_norm = [](int64_t n_embd) { return std::make_shared<RMSNorm>(n_embd); };
     manual_seed(1337);
-    nn::GPT model(config);
+    nn::GPTLanguageModel model(config);
+    // RMSNorm in the place of every LayerNorm. The norms draw no random
+    // numbers, so the other weights are those of `lecture`.
+    for (size_t i = 0; i < model.blocks->size(); ++i) {
+        auto block = model.blocks->at<nn::Block>(i);
+        block->ln1 = block->replace_module("ln1", std::make_shared<RMSNorm>(config.n_embd));
+        block->ln2 = block->replace_module("ln2", std::make_shared<RMSNorm>(config.n_embd));
+    }
+    model.ln_f = model.replace_module("ln_f", std::make_shared<RMSNorm>(config.n_embd));
     print_value("parameters with LayerNorm", double(lecture.num_parameters()));
     print_value("parameters with RMSNorm", double(model.num_parameters())); // 5 biases of 32 fewer
 

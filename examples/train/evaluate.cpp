@@ -32,7 +32,10 @@ std::string sample(nn::Module& model, const Vocab& vocab, const Options& o, int6
     // The lecture starts from token 0 (a newline in Shakespeare).
     Tensor context = zeros({1, 1}, kInt64);
     std::optional<int64_t> top_k = o.top_k > 0 ? std::optional<int64_t>(o.top_k) : std::nullopt;
-    Tensor ids = nn::generate(model, block_size, context, o.sample_tokens, o.temperature, top_k, &gen);
+    // The fast model samples with its key/value cache: the same tokens, faster.
+    auto* fast = dynamic_cast<nn::fast::GPT*>(&model);
+    Tensor ids = fast ? fast->generate(context, o.sample_tokens, o.temperature, top_k, &gen)
+                      : nn::generate(model, block_size, context, o.sample_tokens, o.temperature, top_k, &gen);
     return vocab.decode(ids[0].slice(0, 1));
 }
 

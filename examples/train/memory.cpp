@@ -39,15 +39,24 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t batch_size, double 
     const double dropout = c.dropout > 0 ? 1 : 0;
     MemoryEstimate m;
     m.parameters = 16 * count_parameters(c);
-    m.buffers = 4 * L * NH * T * T;
-    // Floats kept for backward at the peak of a step, a least-squares fit of
-    // measured peaks over B, T, C, NH, L and V (docs/training.md), with its
-    // coefficients rounded up: per layer about 13 tensors of (B,T,C) and one
-    // and a quarter of the attention weights (B,NH,T,T), with dropout 2.5 and
-    // 2 more (its masks and outputs); then the logits and their softmax
-    // (B,T,V), and the embeddings and final LayerNorm (B,T,C).
-    const double btc = B * T * C, att = B * NH * T * T;
-    m.activations = 4 * (L * (13 * btc + 1.25 * att) + dropout * L * (2.5 * btc + 2 * att) + 2 * B * T * V + 5 * btc);
+    // Floats kept for backward at the peak of a step: least-squares fits of
+    // measured peaks over B, T, C, NH, L, V and dropout (docs/training.md),
+    // their coefficients rounded up. btc is a (B,T,C) tensor, att the
+    // attention weights (B,NH,T,T), btv the logits (B,T,V).
+    const double btc = B * T * C, att = B * NH * T * T, btv = B * T * V;
+    if (c.stage == Stage::Bigram) {
+        m.activations = 4 * 3 * btv; // the logits, their softmax and gradient
+    } else if (c.stage == Stage::GPT && c.kind == ModelKind::Fast) {
+        // The fast model keeps no (T,T) weights (flash) but its dropout's bit
+        // masks; its mask is one (T,T) of bools per layer.
+        m.buffers = L * T * T;
+        m.activations = 4 * (L * 14 * btc + dropout * L * 0.1 * att + 2 * btv + 9 * btc);
+    } else {
+        // The lecture's classes: every Head's (B,T,T) weights and its tril
+        // (a T x T float per head), and with dropout the weights' masks too.
+        m.buffers = 4 * L * NH * T * T;
+        m.activations = 4 * (L * (13 * btc + 1.25 * att) + dropout * L * 1.25 * att + 2 * btv + 9 * btc);
+    }
     m.data = 17 * text_bytes; // the text, its ids as a std::vector and as a tensor (8 bytes each)
     return m;
 }

@@ -18,7 +18,7 @@ namespace train {
 // What a run needs, in bytes, by part.
 struct MemoryEstimate {
     double parameters = 0;  // weights, gradients and AdamW's two moments: 16 bytes per parameter
-    double buffers = 0;     // the attention masks (a T x T float per head)
+    double buffers = 0;     // the attention masks
     double activations = 0; // what one training step keeps for backward, at its peak
     double data = 0;        // the text: its bytes and its encoded int64 ids
     double total() const { return parameters + buffers + activations + data; }

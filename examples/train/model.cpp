@@ -1,5 +1,6 @@
 // The lecture's stage models: see model.h. The classes below are the
-// lecture's v2.py at each stage, with PyTorch's registration order.
+// lecture's v2.py at each stage, with PyTorch's registration order; the gpt
+// stage is nn::GPTLanguageModel or nn::fast::GPT.
 #include "model.h"
 
 #include <stdexcept>
@@ -30,6 +31,14 @@ Stage stage_from_name(const std::string& name) {
 }
 
 bool has_attention(Stage stage) { return stage != Stage::Bigram && stage != Stage::Embed; }
+
+const char* kind_name(ModelKind kind) { return kind == ModelKind::Lecture ? "lecture" : "fast"; }
+
+ModelKind kind_from_name(const std::string& name) {
+    if (name == "lecture") return ModelKind::Lecture;
+    if (name == "fast") return ModelKind::Fast;
+    throw std::invalid_argument("unknown model \"" + name + "\" (lecture or fast)");
+}
 
 namespace {
 
@@ -78,16 +87,19 @@ public:
                                                                             0.0));
         ffwd = register_module("ffwd", std::make_shared<nn::FeedForward>(n_embd, 0.0));
     }
-    Tensor forward(const Tensor& x) override {
-        Tensor h = x + (*sa)(x);
-        return h + (*ffwd)(h);
+    Tensor forward(const Tensor& input) override {
+        Tensor x = input;
+        x = x + (*sa)(x);
+        x = x + (*ffwd)(x);
+        return x;
     }
     std::shared_ptr<nn::MultiHeadAttention> sa;
     std::shared_ptr<nn::FeedForward> ffwd;
 };
 
-// The stages between bigram and LayerNorm: embeddings, then the stage's
-// middle (none for embed), then lm_head.
+// The stages between bigram and gpt: embeddings, then the stage's middle
+// (none for embed), a final LayerNorm (layernorm), then lm_head. Without
+// gpt.py's _init_weights, as in the video.
 class StageModel : public nn::Module {
 public:
     explicit StageModel(const ModelConfig& c) : Module("BigramLanguageModel"), block_size(c.block_size) {
@@ -108,11 +120,16 @@ public:
                 ffwd_net = register_module("ffwd", std::make_shared<FirstFeedForward>(c.n_embd));
             break;
         }
-        case Stage::Blocks: {
+        case Stage::Blocks:
+        case Stage::LayerNorm: {
             auto blocks = std::make_shared<nn::Sequential>();
-            for (int64_t i = 0; i < c.n_layer; ++i)
-                blocks->push_back(std::make_shared<ResidualBlock>(c.n_embd, c.n_head, c.block_size));
+            for (int64_t i = 0; i < c.n_layer; ++i) {
+                if (c.stage == Stage::Blocks)
+                    blocks->push_back(std::make_shared<ResidualBlock>(c.n_embd, c.n_head, c.block_size));
+                else blocks->push_back(std::make_shared<nn::Block>(c.n_embd, c.n_head, c.block_size, c.dropout));
+            }
             middle = register_module("blocks", blocks);
+            if (c.stage == Stage::LayerNorm) ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(c.n_embd));
             break;
         }
         default: throw std::invalid_argument("StageModel does not build this stage");
@@ -125,6 +142,7 @@ public:
         Tensor x = (*token_embedding_table)(idx) + (*position_embedding_table)(arange(T)); // (B,T,C)
         if (middle) x = (*middle)(x);
         if (ffwd_net) x = (*ffwd_net)(x);
+        if (ln_f) x = (*ln_f)(x);
         return (*lm_head)(x); // (B,T,V)
     }
 
@@ -132,75 +150,88 @@ public:
     std::shared_ptr<nn::Embedding> token_embedding_table, position_embedding_table;
     std::shared_ptr<nn::Module> middle;
     std::shared_ptr<nn::Module> ffwd_net;
+    std::shared_ptr<nn::LayerNorm> ln_f;
     std::shared_ptr<nn::Linear> lm_head;
 };
 
 } // namespace
 
 std::shared_ptr<nn::Module> make_model(const ModelConfig& c) {
-    switch (c.stage) {
-    case Stage::Bigram: return std::make_shared<Bigram>(c.vocab_size);
-    case Stage::LayerNorm:
-    case Stage::GPT:
-        return std::make_shared<nn::GPT>(nn::GPTConfig{.vocab_size = c.vocab_size,
-                                                       .block_size = c.block_size,
-                                                       .n_embd = c.n_embd,
-                                                       .n_head = c.n_head,
-                                                       .n_layer = c.n_layer,
-                                                       .dropout = c.dropout,
-                                                       .gpt_init = c.gpt_init});
-    default: return std::make_shared<StageModel>(c);
-    }
+    if (c.stage == Stage::Bigram) return std::make_shared<Bigram>(c.vocab_size);
+    if (c.stage != Stage::GPT) return std::make_shared<StageModel>(c);
+    const nn::GPTConfig config{.vocab_size = c.vocab_size,
+                               .block_size = c.block_size,
+                               .n_embd = c.n_embd,
+                               .n_head = c.n_head,
+                               .n_layer = c.n_layer,
+                               .dropout = c.dropout};
+    auto lecture = std::make_shared<nn::GPTLanguageModel>(config); // gpt.py's weights, drawn in gpt.py's order
+    if (c.kind == ModelKind::Lecture) return lecture;
+    // The fast model's own initial draws are overwritten by the lecture's
+    // weights: the generator is put back where gpt.py's model left it, so
+    // that the batches (and dropout masks) that follow are gpt.py's too.
+    const Generator after_lecture = default_generator();
+    auto fast = std::make_shared<nn::fast::GPT>(nn::fast::GPTConfig::lecture(config));
+    default_generator() = after_lecture;
+    fast->load_state_dict(nn::fast::from_lecture(lecture->state_dict()));
+    return fast;
 }
 
-std::vector<std::vector<nn::Module*>> attention_layers(nn::Module& model) {
-    // Heads come in registration order; a new layer starts whenever the
-    // module holding the heads changes.
-    std::vector<std::vector<nn::Module*>> layers;
-    std::string current_parent = "\x01";
-    for (const auto& [name, module] : model.named_modules()) {
-        if (dynamic_cast<nn::BatchedMultiHeadAttention*>(module)) {
-            layers.push_back({module});
-            current_parent = "\x01";
-        } else if (dynamic_cast<nn::Head*>(module)) {
-            std::string parent = name.substr(0, name.rfind('.') == std::string::npos ? 0 : name.rfind('.'));
-            if (parent != current_parent) layers.emplace_back();
-            layers.back().push_back(module);
-            current_parent = parent;
-        }
+namespace {
+
+// Removes hooks when the maps are taken, by return or by exception.
+struct HookGuard {
+    std::vector<nn::RemovableHandle> handles;
+    ~HookGuard() {
+        for (auto& handle : handles) handle.remove();
     }
-    return layers;
+};
+
+std::vector<float> row_major(const Tensor& w) { // (T,T) -> floats
+    Tensor c = w.contiguous();
+    const float* p = c.data_ptr<float>();
+    return std::vector<float>(p, p + c.numel());
 }
+
+} // namespace
 
 std::vector<std::vector<std::vector<float>>> attention_maps(nn::Module& model, const Tensor& ids) {
-    auto layers = attention_layers(model);
-    for (auto& layer : layers)
-        for (nn::Module* m : layer) {
-            if (auto* h = dynamic_cast<nn::Head*>(m)) h->keep_attention = true;
-            if (auto* b = dynamic_cast<nn::BatchedMultiHeadAttention*>(m)) b->keep_attention = true;
-        }
-    {
-        NoGradGuard no_grad;
-        model(ids.view({1, -1}));
-    }
-    auto rows = [](const Tensor& w) { // (T,T) -> row-major floats
-        Tensor c = w.contiguous();
-        const float* p = c.data_ptr<float>();
-        return std::vector<float>(p, p + c.numel());
-    };
+    model.eval();
+    NoGradGuard no_grad;
+    const Tensor prompt = ids.view({1, -1});
     std::vector<std::vector<std::vector<float>>> maps;
-    for (auto& layer : layers) {
-        maps.emplace_back();
-        for (nn::Module* m : layer) {
-            if (auto* h = dynamic_cast<nn::Head*>(m)) {
-                maps.back().push_back(rows(h->attention[0]));
-                h->keep_attention = false;
-            } else if (auto* b = dynamic_cast<nn::BatchedMultiHeadAttention*>(m)) {
-                for (int64_t head = 0; head < b->attention.size(1); ++head)
-                    maps.back().push_back(rows(b->attention[0][head]));
-                b->keep_attention = false;
-            }
+    if (auto* fast = dynamic_cast<nn::fast::GPT*>(&model)) {
+        for (const Tensor& w : fast->attention_weights(prompt)) { // (1,NH,T,T) per layer
+            maps.emplace_back();
+            for (int64_t h = 0; h < w.size(1); ++h) maps.back().push_back(row_major(w[0][h]));
         }
+        return maps;
+    }
+    // The lecture's heads. A head's dropout receives its weights (B,T,T):
+    // a hook there keeps them. Heads with the same parent module (one
+    // MultiHeadAttention's list) are one layer.
+    std::vector<std::pair<size_t, Tensor>> captured; // (layer, weights), in the heads' order
+    HookGuard hooks;
+    std::string parent_of_last = "\x01";
+    for (const auto& [name, module] : model.named_modules()) {
+        auto* head = dynamic_cast<nn::Head*>(module);
+        if (!head) continue;
+        const size_t dot = name.rfind('.');
+        const std::string parent = dot == std::string::npos ? "" : name.substr(0, dot);
+        const size_t layer = captured.empty() ? 0 : captured.back().first + (parent != parent_of_last);
+        parent_of_last = parent;
+        const size_t index = captured.size();
+        captured.emplace_back(layer, Tensor());
+        hooks.handles.push_back(
+            head->dropout->register_forward_hook([&captured, index](nn::Module&, const Tensor& weights, const Tensor&) {
+                captured[index].second = weights;
+            }));
+    }
+    if (captured.empty()) return maps;
+    model(prompt);
+    for (const auto& [layer, weights] : captured) {
+        if (layer == maps.size()) maps.emplace_back();
+        maps.back().push_back(row_major(weights[0]));
     }
     return maps;
 }

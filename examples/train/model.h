@@ -10,8 +10,15 @@
 //   multihead  n_head heads of n_embd/n_head, concatenated (no projection yet)
 //   ffwd       + a per-token MLP: Linear(C,C), ReLU
 //   blocks     n_layer residual Blocks of attention (with projection) and a 4x MLP
-//   layernorm  + pre-LayerNorm in each Block and a final one: nn::GPT
-//   lecture    gpt.py at 10.8M parameters, dropout, GPT-2 init: nn::GPT
+//   layernorm  + pre-LayerNorm in each Block (nn::Block) and a final one
+//   gpt        gpt.py's GPTLanguageModel (its _init_weights too): the default run
+//              and the lecture preset (gpt.py at 10.8M parameters, dropout 0.2)
+//
+// The gpt stage runs in one of two models (--model): the lecture's classes
+// (nn::GPTLanguageModel), or the fast model (nn::fast::GPT, the default)
+// with the weights gpt.py's model draws, converted by nn::fast::from_lecture:
+// the same function, computed faster. The other stages run the lecture's
+// classes only.
 #pragma once
 
 #include <memory>
@@ -29,6 +36,11 @@ Stage stage_from_name(const std::string& name); // throws std::invalid_argument
 // Whether the stage's model attends (and so has heads to draw): not bigram and embed.
 bool has_attention(Stage stage);
 
+// Which model runs the gpt stage: the lecture's classes or the fast model.
+enum class ModelKind { Lecture, Fast };
+const char* kind_name(ModelKind kind);
+ModelKind kind_from_name(const std::string& name); // throws std::invalid_argument
+
 struct ModelConfig {
     Stage stage = Stage::GPT;
     int64_t vocab_size = 65;
@@ -37,19 +49,18 @@ struct ModelConfig {
     int64_t n_head = 4;
     int64_t n_layer = 3;
     double dropout = 0.0;
-    bool gpt_init = false; // gpt.py's _init_weights (the lecture stage uses it)
+    ModelKind kind = ModelKind::Fast; // for Stage::GPT
 };
 
 // Builds the model of config.stage, drawing its weights in the order the
-// lecture's code does.
+// lecture's code does (the fast model: gpt.py's weights, converted).
 std::shared_ptr<ember::nn::Module> make_model(const ModelConfig& config);
 
-// The model's attention heads, grouped by layer: for an attention map.
-// Each group is one layer's heads; entries are Head or BatchedMultiHeadAttention modules.
-std::vector<std::vector<ember::nn::Module*>> attention_layers(ember::nn::Module& model);
-
-// Runs the model on one sequence (1,T) and returns every head's weights:
-// maps[layer][head] is (T,T), row-major. Empty for a model without attention.
+// Runs the model (in eval mode) on one sequence (1,T) and returns every
+// head's weights: maps[layer][head] is (T,T), row-major. The lecture's
+// models give them through forward hooks on each Head's dropout (whose input
+// is the softmax's output), the fast model by its attention_weights. Empty
+// for a model without attention.
 std::vector<std::vector<std::vector<float>>> attention_maps(ember::nn::Module& model, const ember::Tensor& ids);
 
 } // namespace train

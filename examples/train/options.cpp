@@ -17,13 +17,7 @@ namespace {
 void apply_preset(Options& o, const std::string& name) {
     ModelConfig& m = o.model;
     if (name == "default") {
-        m = {.stage = Stage::GPT,
-             .block_size = 64,
-             .n_embd = 64,
-             .n_head = 4,
-             .n_layer = 3,
-             .dropout = 0.0,
-             .gpt_init = true};
+        m = {.stage = Stage::GPT, .block_size = 64, .n_embd = 64, .n_head = 4, .n_layer = 3, .dropout = 0.0};
         o.batch_size = 32;
         o.lr = 2e-3;
         o.max_iters = 1000;
@@ -62,13 +56,7 @@ void apply_preset(Options& o, const std::string& name) {
         o.eval_interval = 500;
         o.eval_iters = 200;
     } else if (name == "lecture") {
-        m = {.stage = Stage::GPT,
-             .block_size = 256,
-             .n_embd = 384,
-             .n_head = 6,
-             .n_layer = 6,
-             .dropout = 0.2,
-             .gpt_init = true};
+        m = {.stage = Stage::GPT, .block_size = 256, .n_embd = 384, .n_head = 6, .n_layer = 6, .dropout = 0.2};
         o.batch_size = 64;
         o.lr = 3e-4;
         o.max_iters = 5000;
@@ -124,6 +112,9 @@ data and presets
   --data FILE            train on this text file (default: the generated play)
   --preset NAME          the lecture's stages: bigram, embed, head, multihead, ffwd,
                          blocks, layernorm, lecture (the 10.8M-parameter model)
+  --model fast|lecture   which model runs gpt.py's GPT (the default run and --preset
+                         lecture): the fast model (default) or the lecture's classes;
+                         the other stages always run the lecture's classes
 model and training (override the preset)
   --n-embd N  --n-head N  --n-layer N  --block-size N  --dropout P
   --batch-size N  --lr X  --max-iters N  --eval-interval N  --eval-iters N
@@ -148,6 +139,14 @@ bool parse_options(int argc, char** argv, Options& o) {
     const std::map<std::string, std::function<void(const std::string&, const std::string&)>> setters = {
         {"--preset", [](const std::string&, const std::string&) {}},
         {"--data", [&](auto&, auto& v) { o.data_path = v; }},
+        {"--model",
+         [&](auto& f, auto& v) {
+             try {
+                 o.model.kind = kind_from_name(v);
+             } catch (const std::invalid_argument& e) {
+                 throw UsageError(f + ": " + e.what());
+             }
+         }},
         {"--n-embd",
          [&](auto& f, auto& v) {
              o.model.n_embd = number<int64_t>(f, v);
@@ -268,6 +267,10 @@ bool parse_options(int argc, char** argv, Options& o) {
         throw UsageError("--n-embd (" + std::to_string(o.model.n_embd) + ") must be divisible by --n-head (" +
                          std::to_string(o.model.n_head) + ")");
     if (!o.resume.empty() && !o.sample_only.empty()) throw UsageError("--resume and --sample-only exclude each other");
+    if (o.given.count("--model") && o.model.stage != Stage::GPT)
+        throw UsageError(std::string("--model: the ") + stage_name(o.model.stage) +
+                         " stage runs the lecture's classes only; the fast model is gpt.py's whole GPT "
+                         "(the default run and --preset lecture)");
     return true;
 }
 

@@ -28,7 +28,7 @@ nn::Metadata settings(const RunState& run) {
             {"n_head", std::to_string(m.n_head)},
             {"n_layer", std::to_string(m.n_layer)},
             {"dropout", std::to_string(m.dropout)},
-            {"gpt_init", m.gpt_init ? "1" : "0"},
+            {"model", kind_name(m.kind)},
             {"batch_size", std::to_string(o.batch_size)},
             {"lr", format("%.17g", o.lr)},
             {"max_grad_norm", format("%.17g", o.max_grad_norm)},
@@ -150,7 +150,12 @@ RunState read_run(const std::string& path) {
     o.model.n_head = int_field(meta, path, "n_head");
     o.model.n_layer = int_field(meta, path, "n_layer");
     o.model.dropout = real_field(meta, path, "dropout");
-    o.model.gpt_init = int_field(meta, path, "gpt_init") != 0;
+    // Which model the tensors are for; files from before the fast model hold the lecture's.
+    try {
+        o.model.kind = meta.count("model") ? kind_from_name(meta["model"]) : ModelKind::Lecture;
+    } catch (const std::invalid_argument& e) {
+        bad_file(path, e.what());
+    }
     o.batch_size = int_field(meta, path, "batch_size");
     o.lr = real_field(meta, path, "lr");
     if (meta.count("max_grad_norm")) o.max_grad_norm = real_field(meta, path, "max_grad_norm"); // not in older files

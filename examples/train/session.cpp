@@ -25,7 +25,7 @@ const char* kGeneratedPlay = "(generated play)"; // the data_name of the default
 // (output, threads, sampling, attention map, a larger --max-iters, and the
 // learning rate and clipping, to go on more gently after a divergence).
 Options resumed_options(const Options& given, const RunState& run) {
-    for (const char* flag : {"--preset", "--n-embd", "--n-head", "--n-layer", "--block-size", "--dropout",
+    for (const char* flag : {"--preset", "--model", "--n-embd", "--n-head", "--n-layer", "--block-size", "--dropout",
                              "--batch-size", "--eval-interval", "--eval-iters", "--seed"})
         if (given.given.count(flag))
             throw UsageError(std::string(flag) + " cannot change when resuming (the checkpoint fixes it)");
@@ -46,13 +46,22 @@ Options resumed_options(const Options& given, const RunState& run) {
     return o;
 }
 
+// Which model runs, and why: the header's model line ends with it.
+std::string model_line(const ModelConfig& m) {
+    if (m.stage != Stage::GPT) return "in the lecture's classes (this stage of the video, line for line)";
+    if (m.kind == ModelKind::Lecture) return "in the lecture's classes (--model lecture: gpt.py, line for line)";
+    return "in the fast model (gpt.py's function and weights, with fused attention; --model lecture runs gpt.py's "
+           "classes)";
+}
+
 void print_header(const Session& s, size_t text_chars) {
     const Options& o = s.run.options;
     const int64_t vocab_size = s.run.vocab.size();
     std::cout << "data: " << s.run.data_name << ", " << text_chars << " characters, vocabulary of " << vocab_size
               << "\n";
     std::cout << "model: " << o.preset << " (" << stage_name(o.model.stage) << "), "
-              << format("%.6f M parameters", static_cast<double>(s.model->num_parameters()) / 1e6) << "\n";
+              << format("%.6f M parameters", static_cast<double>(s.model->num_parameters()) / 1e6) << ", "
+              << model_line(o.model) << "\n";
     std::cout << "expected starting loss ln(" << vocab_size << ") = " << format("%.4f", std::log(double(vocab_size)))
               << "\n";
     if (const int world = distributed::get_world_size(); world > 1)
@@ -78,6 +87,10 @@ Session start_session(Options o) {
     o.model.vocab_size = vocab.size();
     // Under mpirun -np N each process computes B/N rows of the batch of B.
     const int world = distributed::get_world_size();
+    if (world > 1 && (o.model.stage != Stage::GPT || o.model.kind != ModelKind::Fast))
+        throw UsageError("training on " + std::to_string(world) +
+                         " processes (mpirun) is the fast model's: run the default preset or --preset lecture, "
+                         "without --model lecture");
     if (o.batch_size % world != 0)
         throw UsageError("--batch-size " + std::to_string(o.batch_size) + " must be divisible by the " +
                          std::to_string(world) +

@@ -99,7 +99,7 @@ NoAttentionLM::NoAttentionLM(int64_t vocab_size, int64_t block_size_, int64_t n_
     for (int64_t i = 0; i < n_layer; ++i) blocks->push_back(std::make_shared<MLPBlock>(n_embd));
     ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(n_embd));
     lm_head = register_module("lm_head", std::make_shared<nn::Linear>(n_embd, vocab_size));
-    // nn::GPT's gpt_init, so the two models start alike.
+    // gpt.py's _init_weights, as the attention model's, so the two start alike.
     apply([](nn::Module& m) {
         if (auto* linear = dynamic_cast<nn::Linear*>(&m)) {
             nn::init::normal_(linear->weight, 0.0, 0.02);
