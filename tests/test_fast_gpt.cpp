@@ -106,6 +106,18 @@ TEST_CASE("the fast model matches nanoGPT's model.py in PyTorch", "[fast_gpt]") 
     CHECK(nn::fast::GPT(fixture_config("gpt2", true)).repr() == f.text("gpt2.repr"));
 }
 
+TEST_CASE("the fast GPT runs the fused attention, or the fused softmax without flash", "[fast_gpt]") {
+    for (bool flash : {true, false}) {
+        manual_seed(0);
+        nn::fast::GPT model(fixture_config("gpt2", flash)); // 2 layers
+        Tensor loss = model.forward(randint(0, 20, {2, 8}), randint(0, 20, {2, 8})).loss;
+        std::map<std::string, int> ops = graph_op_counts(loss);
+        CHECK(ops["ScaledDotProductFlashAttentionForCpuBackward0"] == (flash ? 2 : 0));
+        CHECK(ops["ScaledMaskedSoftmaxBackward"] == (flash ? 0 : 2));
+        CHECK(ops.count("SoftmaxBackward0") == 0);
+    }
+}
+
 TEST_CASE("GPT-2's layout ties the token embedding to lm_head", "[fast_gpt]") {
     manual_seed(0);
     nn::fast::GPT model(fixture_config("gpt2", true));

@@ -130,6 +130,18 @@ TEST_CASE("replace_module refuses what it cannot do", "[gpt][extend][errors]") {
     for (const auto& [name, p] : block.named_parameters()) CHECK(name != "ln1.bias");
 }
 
+TEST_CASE("GPTLanguageModel runs the lecture's ops, never the fused attention", "[gpt]") {
+    manual_seed(0);
+    nn::GPTLanguageModel model(tiny(0.1)); // 2 layers of 2 heads
+    Tensor loss = model.forward(randint(0, 20, {2, 8}), randint(0, 20, {2, 8})).loss;
+    std::map<std::string, int> ops = graph_op_counts(loss);
+    // Each of the 4 heads: masked_fill with its tril, then softmax.
+    CHECK(ops["MaskedFillBackward0"] == 4);
+    CHECK(ops["SoftmaxBackward0"] == 4);
+    CHECK(ops.count("ScaledDotProductFlashAttentionForCpuBackward0") == 0);
+    CHECK(ops.count("ScaledMaskedSoftmaxBackward") == 0);
+}
+
 TEST_CASE("the lecture's 10.8M-parameter GPT is built with PyTorch's parameters, bit for bit", "[gpt]") {
     const Fixtures& f = fixtures("gpt");
     manual_seed(1337);

@@ -525,6 +525,29 @@ TEST_CASE("the parameter count is make_model's without building it", "[train_gpt
     }
 }
 
+TEST_CASE("the stage presets run the lecture's ops; the gpt stage's default, the fused attention",
+          "[train_gpt][model]") {
+    using train::Stage;
+    for (Stage stage : {Stage::Head, Stage::MultiHead, Stage::FeedForward, Stage::Blocks, Stage::LayerNorm, Stage::GPT})
+        for (train::ModelKind kind : {train::ModelKind::Lecture, train::ModelKind::Fast}) {
+            train::ModelConfig c{.stage = stage,
+                                 .vocab_size = 7,
+                                 .block_size = 8,
+                                 .n_embd = 12,
+                                 .n_head = 3,
+                                 .n_layer = 2,
+                                 .kind = kind};
+            INFO(train::stage_name(stage) << " (" << train::kind_name(kind) << ")");
+            manual_seed(0);
+            auto model = train::make_model(c);
+            Tensor logits = model->forward(randint(0, 7, {2, 8}));
+            std::map<std::string, int> ops = testing::graph_op_counts(logits);
+            const bool fast = stage == Stage::GPT && kind == train::ModelKind::Fast;
+            CHECK(ops.count("ScaledDotProductFlashAttentionForCpuBackward0") == (fast ? 1 : 0));
+            CHECK(ops.count("SoftmaxBackward0") == (fast ? 0 : 1));
+        }
+}
+
 TEST_CASE("the memory estimate bounds a training step's measured peak, within a factor of 1.6", "[train_gpt][memory]") {
     // Peaks measured as ember's allocator counts them (memory_stats), over
     // everything a run holds: model, AdamW state and a step's graph; the

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -151,6 +152,20 @@ const Fixtures& fixtures(const std::string& family) {
     auto it = loaded.find(family);
     if (it == loaded.end()) it = loaded.emplace(family, Fixtures(family)).first;
     return it->second;
+}
+
+std::map<std::string, int> graph_op_counts(const Tensor& root) {
+    std::map<std::string, int> counts;
+    std::set<const Node*> seen;
+    std::vector<std::shared_ptr<Node>> stack{root.grad_fn()};
+    while (!stack.empty()) {
+        std::shared_ptr<Node> node = stack.back();
+        stack.pop_back();
+        if (!node || !seen.insert(node.get()).second) continue;
+        ++counts[node->name()];
+        for (const auto& next : node->next_functions()) stack.push_back(next);
+    }
+    return counts;
 }
 
 } // namespace ember::testing

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,5 +65,9 @@ std::shared_ptr<nn::Module> check_module_case(const Fixtures& fixtures, const st
 
 // The fixtures of a family, loaded once per test program.
 const Fixtures& fixtures(const std::string& family);
+
+// How many nodes of each name the graph that computed `root` holds (each
+// node counted once): which ops a model's forward really ran.
+std::map<std::string, int> graph_op_counts(const Tensor& root);
 
 } // namespace ember::testing
