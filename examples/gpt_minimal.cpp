@@ -19,12 +19,15 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <ember.h>
+
+#include "flags.h"
 
 using namespace ember;
 
@@ -46,42 +49,33 @@ struct Hyperparameters {
     int64_t seed = 1337;          //         1337 torch.manual_seed
 };
 
-// [TEXT] [--flag value]...: throws std::invalid_argument naming a bad flag or value.
+// [TEXT] [--flag value]...: throws a UsageError (an invalid_argument) naming a bad flag or value.
 std::string parse_args(int argc, char** argv, Hyperparameters& h) {
-    std::map<std::string, int64_t*> ints = {{"--batch-size", &h.batch_size},
-                                            {"--block-size", &h.block_size},
-                                            {"--max-iters", &h.max_iters},
-                                            {"--eval-interval", &h.eval_interval},
-                                            {"--eval-iters", &h.eval_iters},
-                                            {"--n-embd", &h.n_embd},
-                                            {"--n-head", &h.n_head},
-                                            {"--n-layer", &h.n_layer},
-                                            {"--max-new-tokens", &h.max_new_tokens},
-                                            {"--seed", &h.seed}};
-    std::map<std::string, double*> reals = {{"--learning-rate", &h.learning_rate}, {"--dropout", &h.dropout}};
-    std::string path = "data/tinyshakespeare.txt";
-    for (int i = 1; i < argc; ++i) {
-        std::string arg = argv[i];
-        if (arg.rfind("--", 0) != 0) {
-            path = arg;
-            continue;
+    const std::map<std::string, int64_t*> ints = {{"--batch-size", &h.batch_size},
+                                                  {"--block-size", &h.block_size},
+                                                  {"--max-iters", &h.max_iters},
+                                                  {"--eval-interval", &h.eval_interval},
+                                                  {"--eval-iters", &h.eval_iters},
+                                                  {"--n-embd", &h.n_embd},
+                                                  {"--n-head", &h.n_head},
+                                                  {"--n-layer", &h.n_layer},
+                                                  {"--max-new-tokens", &h.max_new_tokens},
+                                                  {"--seed", &h.seed}};
+    const std::map<std::string, double*> reals = {{"--learning-rate", &h.learning_rate}, {"--dropout", &h.dropout}};
+    std::set<std::string> known;
+    for (const auto& [flag, target] : ints) known.insert(flag);
+    for (const auto& [flag, target] : reals) known.insert(flag);
+    std::vector<std::string> paths;
+    for (const auto& [flag, value] : flags::parse(argc, argv, known, {}, &paths)) {
+        if (ints.count(flag)) {
+            const int64_t least = flag == "--seed" || flag == "--max-iters" || flag == "--max-new-tokens" ? 0 : 1;
+            *ints.at(flag) = flags::integer(flag, value, least, INT64_MAX);
+        } else {
+            *reals.at(flag) = flags::real(flag, value, 0);
         }
-        if (!ints.count(arg) && !reals.count(arg)) throw std::invalid_argument("unknown option " + arg);
-        if (i + 1 == argc) throw std::invalid_argument(arg + " needs a value");
-        std::string value = argv[++i];
-        size_t used = 0;
-        try {
-            if (ints.count(arg)) *ints[arg] = std::stoll(value, &used);
-            else *reals[arg] = std::stod(value, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used == 0 || used != value.size()) throw std::invalid_argument(arg + " expects a number, got " + value);
-        const int64_t least = arg == "--seed" || arg == "--max-iters" || arg == "--max-new-tokens" ? 0 : 1;
-        if (ints.count(arg) && *ints[arg] < least)
-            throw std::invalid_argument(arg + " must be at least " + std::to_string(least) + ", got " + value);
     }
-    return path;
+    if (paths.size() > 1) throw flags::UsageError("one text file, please; got " + std::to_string(paths.size()));
+    return paths.empty() ? "data/tinyshakespeare.txt" : paths[0];
 }
 
 std::string read_file(const std::string& path) {

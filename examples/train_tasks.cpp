@@ -23,6 +23,7 @@
 
 #include <ember.h>
 
+#include "flags.h"
 #include "train/guard.h"
 #include "train/memory.h"
 #include "train/tasks.h"
@@ -32,11 +33,7 @@ using namespace train;
 
 namespace {
 
-// A bad command line: exit status 2.
-class UsageError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
+using flags::UsageError; // a bad command line: exit status 2
 
 // The evaluation prompts come from their own generator with this fixed
 // seed, whatever --seed is: runs with different seeds are scored on the same
@@ -88,81 +85,38 @@ std::string usage() {
            "  --help                 this message\n";
 }
 
-int64_t parse_int(const std::string& flag, const std::string& value, int64_t low, int64_t high) {
-    size_t used = 0;
-    int64_t v = 0;
-    try {
-        v = std::stoll(value, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used == 0 || used != value.size()) throw UsageError(flag + " expects an integer, got '" + value + "'");
-    if (v < low || v > high)
-        throw UsageError(flag + " must be between " + std::to_string(low) + " and " + std::to_string(high) + ", got " +
-                         value);
-    return v;
-}
-
-double parse_double(const std::string& flag, const std::string& value) {
-    size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(value, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used == 0 || used != value.size() || !(v > 0) || !std::isfinite(v))
-        throw UsageError(flag + " expects a positive number, got '" + value + "'");
-    return v;
-}
-
-// Returns false after printing the usage for --help. Flags take their value
-// as the next argument or after '=' (--steps=200).
+// Returns false after printing the usage for --help.
 bool parse_options(int argc, char** argv, Options& o) {
+    using flags::integer;
     constexpr int64_t kBig = 1'000'000'000;
-    for (int i = 1; i < argc; ++i) {
-        std::string flag = argv[i], value;
-        if (flag == "--help" || flag == "-h") {
+    const std::vector<flags::Flag> given =
+        flags::parse(argc, argv,
+                     {"--task", "--length", "--steps", "--baseline-steps", "--batch-size", "--lr", "--max-grad-norm",
+                      "--n-embd", "--n-head", "--n-layer", "--eval-size", "--seed", "--threads"},
+                     {"--help"});
+    for (const auto& [flag, value] : given) {
+        if (flag == "--help") {
             std::cout << usage();
             return false;
         }
-        if (flag.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + flag + "'");
-        const size_t eq = flag.find('=');
-        if (eq != std::string::npos) {
-            value = flag.substr(eq + 1);
-            flag = flag.substr(0, eq);
-        }
-        // The value is taken by the branch that knows the flag, so that an
-        // unknown flag is what the error names, not the word after it.
-        auto take = [&]() -> const std::string& {
-            if (eq != std::string::npos) return value;
-            if (i + 1 >= argc) throw UsageError(flag + " needs a value");
-            return value = argv[++i];
-        };
         if (flag == "--task") {
-            take();
-            if (value == "all") {
-                o.tasks = all_tasks();
-            } else {
-                try {
-                    o.tasks = {task_from_name(value)};
-                } catch (const std::invalid_argument& e) {
-                    throw UsageError(std::string("--task: ") + e.what());
-                }
+            try {
+                o.tasks = value == "all" ? all_tasks() : std::vector<Task>{task_from_name(value)};
+            } catch (const std::invalid_argument& e) {
+                throw UsageError(std::string("--task: ") + e.what());
             }
-        } else if (flag == "--length") o.length = parse_int(flag, take(), 2, kMaxLength);
-        else if (flag == "--steps") o.steps = parse_int(flag, take(), 1, kBig);
-        else if (flag == "--baseline-steps") o.baseline_steps = parse_int(flag, take(), 1, kBig);
-        else if (flag == "--batch-size") o.batch_size = parse_int(flag, take(), 1, 1 << 20);
-        else if (flag == "--lr") o.lr = parse_double(flag, take());
-        else if (flag == "--max-grad-norm") o.max_grad_norm = parse_double(flag, take());
-        else if (flag == "--n-embd") o.n_embd = parse_int(flag, take(), 1, 1 << 16);
-        else if (flag == "--n-head") o.n_head = parse_int(flag, take(), 1, 1 << 16);
-        else if (flag == "--n-layer") o.n_layer = parse_int(flag, take(), 1, 64);
-        else if (flag == "--eval-size") o.eval_size = parse_int(flag, take(), 1, 1 << 24);
-        else if (flag == "--seed") o.seed = static_cast<uint64_t>(parse_int(flag, take(), 0, INT64_MAX));
-        else if (flag == "--threads") o.threads = static_cast<int>(parse_int(flag, take(), 1, 1024));
-        else throw UsageError("unknown flag " + flag);
+        } else if (flag == "--length") o.length = integer(flag, value, 2, kMaxLength);
+        else if (flag == "--steps") o.steps = integer(flag, value, 1, kBig);
+        else if (flag == "--baseline-steps") o.baseline_steps = integer(flag, value, 1, kBig);
+        else if (flag == "--batch-size") o.batch_size = integer(flag, value, 1, 1 << 20);
+        else if (flag == "--lr") o.lr = flags::positive(flag, value);
+        else if (flag == "--max-grad-norm") o.max_grad_norm = flags::positive(flag, value);
+        else if (flag == "--n-embd") o.n_embd = integer(flag, value, 1, 1 << 16);
+        else if (flag == "--n-head") o.n_head = integer(flag, value, 1, 1 << 16);
+        else if (flag == "--n-layer") o.n_layer = integer(flag, value, 1, 64);
+        else if (flag == "--eval-size") o.eval_size = integer(flag, value, 1, 1 << 24);
+        else if (flag == "--seed") o.seed = flags::seed(flag, value);
+        else if (flag == "--threads") o.threads = static_cast<int>(integer(flag, value, 1, 1024));
     }
     if (o.n_embd % o.n_head != 0)
         throw UsageError("--n-embd (" + std::to_string(o.n_embd) + ") must be divisible by --n-head (" +
@@ -170,11 +124,7 @@ bool parse_options(int argc, char** argv, Options& o) {
     return true;
 }
 
-std::string format(const char* fmt, double a, double b = 0, double c = 0, double d = 0) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, fmt, a, b, c, d);
-    return buf;
-}
+using flags::format;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -191,8 +191,8 @@ TEST_CASE("gpt_minimal refuses bad arguments with a message and status 2", "[exa
         std::string args, message;
     };
     for (const Bad& bad :
-         {Bad{"--bogus 1", "unknown option --bogus"}, Bad{"--n-embd x", "--n-embd expects a number, got x"},
-          Bad{"--learning-rate 1e-3x", "--learning-rate expects a number, got 1e-3x"},
+         {Bad{"--bogus 1", "unknown option --bogus"}, Bad{"--n-embd x", "--n-embd expects an integer, got \"x\""},
+          Bad{"--learning-rate 1e-3x", "--learning-rate expects a finite number, got \"1e-3x\""},
           Bad{"--max-iters", "--max-iters needs a value"}, Bad{"no/such/file.txt", "cannot read no/such/file.txt"},
           Bad{"--block-size 200000", "too short for --block-size 200000"},
           Bad{"--n-head 64 --n-embd 32", "n_embd=32 does not split into n_head=64 heads"}}) {

@@ -253,12 +253,12 @@ TEST_CASE("bad input exits with status 2 and a clear message, losing nothing", "
     expect(run("--bogus --out o"), "unknown option --bogus"); // the flag, not the word after it
     expect(run("--out o --bogus"), "unknown option --bogus");
     expect(run("--preset huge"), "--preset: unknown preset");
-    expect(run("--lr inf"), "--lr must be a finite number");
+    expect(run("--lr inf"), "--lr expects a finite number");
     expect(run("--max-grad-norm 0"), "--max-grad-norm must be a positive number");
-    expect(run("--max-grad-norm abc"), "--max-grad-norm expects a number");
+    expect(run("--max-grad-norm abc"), "--max-grad-norm expects a finite number");
     std::ofstream(dir + "/a_file") << "x";
     expect(run("--preset bigram --out " + dir + "/a_file"), "--out " + dir + "/a_file: cannot make it a directory");
-    expect(run("--n-embd abc"), "expects a number");
+    expect(run("--n-embd abc"), "--n-embd expects an integer");
     expect(run("--n-embd 30 --n-head 4"), "divisible");
     expect(run("--max-iters"), "needs a value");
     expect(run("--data /no/such/file.txt"), "--data /no/such/file.txt: cannot read it: No such file or directory");

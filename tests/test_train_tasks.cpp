@@ -160,19 +160,19 @@ TEST_CASE("train_tasks learns to copy in a short run and the baseline does not",
 TEST_CASE("train_tasks rejects bad flags with status 2 and says why", "[train_tasks]") {
     const std::vector<std::pair<std::string, std::string>> cases = {
         {"--task shuffle", "unknown task 'shuffle'"},
-        {"--steps abc", "--steps expects an integer, got 'abc'"},
+        {"--steps abc", "--steps expects an integer, got \"abc\""},
         {"--steps 0", "--steps must be between 1 and"},
         {"--length 40", "--length must be between 2 and 18"},
-        {"--lr -1", "--lr expects a positive number"},
-        {"--bogus 3", "unknown flag --bogus"},
+        {"--lr -1", "--lr must be a positive number"},
+        {"--bogus 3", "unknown option --bogus"},
         {"--steps", "--steps needs a value"},
         {"--n-embd 30 --n-head 4", "must be divisible by --n-head"},
-        {"extra", "unexpected argument 'extra'"},
+        {"extra", "unexpected argument \"extra\""},
         {"--length 2 --eval-size 2000", "leaving too few to train on"},
         // An unknown flag is named, not the word after it; so is a bad clip.
-        {"--bogus --steps 5", "unknown flag --bogus"},
-        {"--steps 5 --bogus", "unknown flag --bogus"},
-        {"--max-grad-norm 0", "--max-grad-norm expects a positive number"},
+        {"--bogus --steps 5", "unknown option --bogus"},
+        {"--steps 5 --bogus", "unknown option --bogus"},
+        {"--max-grad-norm 0", "--max-grad-norm must be a positive number"},
         // A model that cannot fit in memory is refused before it is built.
         {"--n-embd 65536 --n-head 1", "this run needs about"},
     };

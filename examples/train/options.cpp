@@ -1,7 +1,6 @@
 // train_gpt's flags and presets: see options.h.
 #include "options.h"
 
-#include <charconv>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -13,91 +12,59 @@ namespace train {
 namespace {
 
 // The lecture's settings for each stage (bigram.py, the v2.py stages of the
-// video, gpt.py), and ember's default run on its generated corpus.
+// video, gpt.py), and ember's default run on its generated corpus: one row
+// each, as examples/train_gpt.py's PRESETS.
+struct Preset {
+    const char* name;
+    ModelConfig model;
+    int64_t batch_size;
+    double lr;
+    int64_t max_iters, eval_interval, eval_iters;
+};
+
+ModelConfig stage(Stage s, int64_t n_head = 4) { // the stages' common sizes
+    return {.stage = s, .block_size = 8, .n_embd = 32, .n_head = n_head, .n_layer = 3, .dropout = 0.0};
+}
+
+const Preset kPresets[] = {
+    {"default",
+     {.stage = Stage::GPT, .block_size = 64, .n_embd = 64, .n_head = 4, .n_layer = 3},
+     32,
+     2e-3,
+     1000,
+     100,
+     20},
+    {"bigram", stage(Stage::Bigram), 32, 1e-2, 3000, 300, 200},
+    // The lecture adds the embeddings with the bigram's settings, before attention.
+    {"embed", stage(Stage::Embed), 32, 1e-2, 3000, 300, 200},
+    {"head", stage(Stage::Head, 1), 32, 1e-3, 5000, 500, 200},
+    {"multihead", stage(Stage::MultiHead), 32, 1e-3, 5000, 500, 200},
+    {"ffwd", stage(Stage::FeedForward), 32, 1e-3, 5000, 500, 200},
+    {"blocks", stage(Stage::Blocks), 32, 1e-3, 5000, 500, 200},
+    {"layernorm", stage(Stage::LayerNorm), 32, 1e-3, 5000, 500, 200},
+    {"lecture",
+     {.stage = Stage::GPT, .block_size = 256, .n_embd = 384, .n_head = 6, .n_layer = 6, .dropout = 0.2},
+     64,
+     3e-4,
+     5000,
+     500,
+     200},
+};
+
 void apply_preset(Options& o, const std::string& name) {
-    ModelConfig& m = o.model;
-    if (name == "default") {
-        m = {.stage = Stage::GPT, .block_size = 64, .n_embd = 64, .n_head = 4, .n_layer = 3, .dropout = 0.0};
-        o.batch_size = 32;
-        o.lr = 2e-3;
-        o.max_iters = 1000;
-        o.eval_interval = 100;
-        o.eval_iters = 20;
-    } else if (name == "bigram") {
-        m = {.stage = Stage::Bigram, .block_size = 8};
-        o.batch_size = 32;
-        o.lr = 1e-2;
-        o.max_iters = 3000;
-        o.eval_interval = 300;
-        o.eval_iters = 200;
-    } else if (name == "embed") {
-        // The lecture adds the embeddings with the bigram's settings, before attention.
-        m = {.stage = Stage::Embed, .block_size = 8, .n_embd = 32};
-        o.batch_size = 32;
-        o.lr = 1e-2;
-        o.max_iters = 3000;
-        o.eval_interval = 300;
-        o.eval_iters = 200;
-    } else if (name == "head" || name == "multihead" || name == "ffwd" || name == "blocks" || name == "layernorm") {
-        Stage stage = name == "head"        ? Stage::Head
-                      : name == "multihead" ? Stage::MultiHead
-                      : name == "ffwd"      ? Stage::FeedForward
-                      : name == "blocks"    ? Stage::Blocks
-                                            : Stage::LayerNorm;
-        m = {.stage = stage,
-             .block_size = 8,
-             .n_embd = 32,
-             .n_head = name == "head" ? 1 : 4,
-             .n_layer = 3,
-             .dropout = 0.0};
-        o.batch_size = 32;
-        o.lr = 1e-3;
-        o.max_iters = 5000;
-        o.eval_interval = 500;
-        o.eval_iters = 200;
-    } else if (name == "lecture") {
-        m = {.stage = Stage::GPT, .block_size = 256, .n_embd = 384, .n_head = 6, .n_layer = 6, .dropout = 0.2};
-        o.batch_size = 64;
-        o.lr = 3e-4;
-        o.max_iters = 5000;
-        o.eval_interval = 500;
-        o.eval_iters = 200;
-    } else {
-        throw UsageError("--preset: unknown preset \"" + name +
-                         "\" (bigram, embed, head, multihead, ffwd, blocks, layernorm, lecture)");
-    }
-    o.preset = name;
-}
-
-template <typename T>
-T number(const std::string& flag, const std::string& text) {
-    T value{};
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size())
-        throw UsageError(flag + " expects a number, got \"" + text + "\"");
-    return value;
-}
-
-double real(const std::string& flag, const std::string& text) {
-    try {
-        size_t used = 0;
-        double v = std::stod(text, &used);
-        if (used == text.size()) return v;
-    } catch (const std::exception&) {
-    }
-    throw UsageError(flag + " expects a number, got \"" + text + "\"");
-}
-
-void at_least(const std::string& flag, double value, double low) {
-    if (!(value >= low)) throw UsageError(flag + " must be at least " + std::to_string(static_cast<int64_t>(low)));
-}
-
-// A positive, finite number (a rate, a norm).
-double positive(const std::string& flag, const std::string& text) {
-    double value = real(flag, text);
-    if (!(value > 0) || !std::isfinite(value))
-        throw UsageError(flag + " must be a positive number, got \"" + text + "\"");
-    return value;
+    for (const Preset& p : kPresets)
+        if (name == p.name) {
+            o.model = p.model;
+            o.batch_size = p.batch_size;
+            o.lr = p.lr;
+            o.max_iters = p.max_iters;
+            o.eval_interval = p.eval_interval;
+            o.eval_iters = p.eval_iters;
+            o.preset = name;
+            return;
+        }
+    throw UsageError("--preset: unknown preset \"" + name +
+                     "\" (bigram, embed, head, multihead, ffwd, blocks, layernorm, lecture)");
 }
 
 } // namespace
@@ -135,6 +102,10 @@ output
 }
 
 bool parse_options(int argc, char** argv, Options& o) {
+    using flags::integer;
+    using flags::positive;
+    using flags::real;
+    constexpr int64_t kBig = INT64_MAX;
     // What each flag does with its value, applied once all are read (below).
     const std::map<std::string, std::function<void(const std::string&, const std::string&)>> setters = {
         {"--preset", [](const std::string&, const std::string&) {}},
@@ -147,121 +118,49 @@ bool parse_options(int argc, char** argv, Options& o) {
                  throw UsageError(f + ": " + e.what());
              }
          }},
-        {"--n-embd",
-         [&](auto& f, auto& v) {
-             o.model.n_embd = number<int64_t>(f, v);
-             at_least(f, o.model.n_embd, 1);
-         }},
-        {"--n-head",
-         [&](auto& f, auto& v) {
-             o.model.n_head = number<int64_t>(f, v);
-             at_least(f, o.model.n_head, 1);
-         }},
-        {"--n-layer",
-         [&](auto& f, auto& v) {
-             o.model.n_layer = number<int64_t>(f, v);
-             at_least(f, o.model.n_layer, 0);
-         }},
-        {"--block-size",
-         [&](auto& f, auto& v) {
-             o.model.block_size = number<int64_t>(f, v);
-             at_least(f, o.model.block_size, 1);
-         }},
+        {"--n-embd", [&](auto& f, auto& v) { o.model.n_embd = integer(f, v, 1, kBig); }},
+        {"--n-head", [&](auto& f, auto& v) { o.model.n_head = integer(f, v, 1, kBig); }},
+        {"--n-layer", [&](auto& f, auto& v) { o.model.n_layer = integer(f, v, 0, kBig); }},
+        {"--block-size", [&](auto& f, auto& v) { o.model.block_size = integer(f, v, 1, kBig); }},
         {"--dropout",
          [&](auto& f, auto& v) {
-             o.model.dropout = real(f, v);
-             if (!(o.model.dropout >= 0 && o.model.dropout < 1)) throw UsageError(f + " must be in [0, 1)");
+             o.model.dropout = real(f, v, 0, 1);
+             if (o.model.dropout == 1) throw UsageError(f + " must be in [0, 1), got " + v);
          }},
-        {"--batch-size",
-         [&](auto& f, auto& v) {
-             o.batch_size = number<int64_t>(f, v);
-             at_least(f, o.batch_size, 1);
-         }},
-        {"--lr",
-         [&](auto& f, auto& v) {
-             o.lr = real(f, v);
-             at_least(f, o.lr, 0);
-             if (!std::isfinite(o.lr)) throw UsageError(f + " must be a finite number, got \"" + v + "\"");
-         }},
+        {"--batch-size", [&](auto& f, auto& v) { o.batch_size = integer(f, v, 1, kBig); }},
+        {"--lr", [&](auto& f, auto& v) { o.lr = real(f, v, 0); }},
         {"--max-grad-norm", [&](auto& f, auto& v) { o.max_grad_norm = positive(f, v); }},
-        {"--max-iters",
-         [&](auto& f, auto& v) {
-             o.max_iters = number<int64_t>(f, v);
-             at_least(f, o.max_iters, 1);
-         }},
-        {"--eval-interval",
-         [&](auto& f, auto& v) {
-             o.eval_interval = number<int64_t>(f, v);
-             at_least(f, o.eval_interval, 1);
-         }},
-        {"--eval-iters",
-         [&](auto& f, auto& v) {
-             o.eval_iters = number<int64_t>(f, v);
-             at_least(f, o.eval_iters, 1);
-         }},
-        {"--seed", [&](auto& f, auto& v) { o.seed = number<uint64_t>(f, v); }},
-        {"--threads",
-         [&](auto& f, auto& v) {
-             o.threads = number<int>(f, v);
-             at_least(f, o.threads, 1);
-         }},
+        {"--max-iters", [&](auto& f, auto& v) { o.max_iters = integer(f, v, 1, kBig); }},
+        {"--eval-interval", [&](auto& f, auto& v) { o.eval_interval = integer(f, v, 1, kBig); }},
+        {"--eval-iters", [&](auto& f, auto& v) { o.eval_iters = integer(f, v, 1, kBig); }},
+        {"--seed", [&](auto& f, auto& v) { o.seed = flags::seed(f, v); }},
+        {"--threads", [&](auto& f, auto& v) { o.threads = static_cast<int>(integer(f, v, 1, 1 << 20)); }},
         {"--out", [&](auto&, auto& v) { o.out_dir = v; }},
         {"--resume", [&](auto&, auto& v) { o.resume = v; }},
         {"--sample-only", [&](auto&, auto& v) { o.sample_only = v; }},
-        {"--sample-tokens",
-         [&](auto& f, auto& v) {
-             o.sample_tokens = number<int64_t>(f, v);
-             at_least(f, o.sample_tokens, 0);
-         }},
-        {"--temperature",
-         [&](auto& f, auto& v) {
-             o.temperature = real(f, v);
-             if (!(o.temperature > 0)) throw UsageError(f + " must be positive");
-         }},
-        {"--top-k",
-         [&](auto& f, auto& v) {
-             o.top_k = number<int64_t>(f, v);
-             at_least(f, o.top_k, 0);
-         }},
-        {"--sample-seed", [&](auto& f, auto& v) { o.sample_seed = number<uint64_t>(f, v); }},
+        {"--sample-tokens", [&](auto& f, auto& v) { o.sample_tokens = integer(f, v, 0, kBig); }},
+        {"--temperature", [&](auto& f, auto& v) { o.temperature = positive(f, v); }},
+        {"--top-k", [&](auto& f, auto& v) { o.top_k = integer(f, v, 0, kBig); }},
+        {"--sample-seed", [&](auto& f, auto& v) { o.sample_seed = flags::seed(f, v); }},
         {"--attention-map", [&](auto&, auto& v) { o.attention_map = v; }},
         {"--prompt", [&](auto&, auto& v) { o.prompt = v; }},
-        {"--summary", [&](auto&, auto&) { o.summary = true; }},
     };
-    const std::set<std::string> switches = {"--help", "--summary"};
-    // First the flags and their values, each flag known before it takes one,
-    // so that a mistyped flag is what the error names (not the word after it).
-    std::vector<std::pair<std::string, std::string>> flags; // (flag, value)
-    for (int i = 1; i < argc; ++i) {
-        std::string arg = argv[i];
-        if (arg.rfind("--", 0) != 0)
-            throw UsageError("unexpected argument \"" + arg + "\" (options start with --, and each takes one value)");
-        std::string value;
-        const size_t eq = arg.find('=');
-        if (eq != std::string::npos) {
-            value = arg.substr(eq + 1);
-            arg = arg.substr(0, eq);
-        }
-        if (!setters.count(arg) && !switches.count(arg)) throw UsageError("unknown option " + arg);
-        if (eq == std::string::npos && !switches.count(arg)) {
-            if (i + 1 >= argc) throw UsageError(arg + " needs a value");
-            value = argv[++i];
-        }
-        flags.emplace_back(arg, value);
-    }
-    for (const auto& [flag, value] : flags)
-        if (flag == "--help") {
+    std::set<std::string> value_flags;
+    for (const auto& [flag, set] : setters) value_flags.insert(flag);
+    const std::vector<flags::Flag> given = flags::parse(argc, argv, value_flags, {"--help", "--summary"});
+    for (const flags::Flag& flag : given)
+        if (flag.name == "--help") {
             std::cout << usage();
             return false;
         }
     // The preset first, so that the other flags override it.
     apply_preset(o, "default");
-    for (const auto& [flag, value] : flags)
-        if (flag == "--preset") apply_preset(o, value);
-    for (const auto& [flag, value] : flags) {
-        if (flag == "--help") continue;
-        setters.at(flag)(flag, value);
-        o.given.insert(flag);
+    for (const flags::Flag& flag : given)
+        if (flag.name == "--preset") apply_preset(o, flag.value);
+    for (const flags::Flag& flag : given) {
+        if (flag.name == "--summary") o.summary = true;
+        else setters.at(flag.name)(flag.name, flag.value);
+        o.given.insert(flag.name);
     }
     if (o.model.n_embd % o.model.n_head != 0)
         throw UsageError("--n-embd (" + std::to_string(o.model.n_embd) + ") must be divisible by --n-head (" +

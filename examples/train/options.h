@@ -9,14 +9,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "../flags.h"
 #include "model.h"
 
 namespace train {
 
-class UsageError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
+using UsageError = flags::UsageError;
 
 struct Options {
     std::string preset = "default";

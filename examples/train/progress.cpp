@@ -17,12 +17,6 @@ std::string clock_time(double seconds) {
     return buf;
 }
 
-std::string format(const char* fmt, double a, double b, double c) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, fmt, a, b, c);
-    return buf;
-}
-
 std::string eval_line(int64_t step, double train_loss, double val_loss) {
     return format("step %.0f: train loss %.4f, val loss %.4f", static_cast<double>(step), train_loss, val_loss);
 }

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "../flags.h"
+
 namespace train {
 
 class Progress {
@@ -40,8 +42,8 @@ private:
 // "1:23", "12:03:45": a duration for humans.
 std::string clock_time(double seconds);
 
-// printf's formatting of up to three numbers into a string: format("%.4f", loss).
-std::string format(const char* fmt, double a, double b = 0, double c = 0);
+// printf into a string: format("%.4f", loss).
+using flags::format;
 
 // "step 100: train loss 2.4512, val loss 2.4877": an estimate_loss result.
 std::string eval_line(int64_t step, double train_loss, double val_loss);
