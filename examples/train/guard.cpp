@@ -1,6 +1,8 @@
 // Stopping a run that diverged, and keeping NaN out of checkpoints: see guard.h.
 #include "guard.h"
 
+#include <atomic>
+#include <csignal>
 #include <limits>
 
 #include "progress.h"
@@ -14,7 +16,15 @@ namespace {
 // "nan", "inf" or "2.79e+17" (printf may write "-nan").
 std::string number(double v) { return std::isnan(v) ? "nan" : format("%g", v); }
 
+// Set by SIGINT: a signal handler may only touch a lock-free atomic of static storage.
+std::atomic<bool> interrupted{false};
+extern "C" void on_sigint(int) { interrupted = true; }
+
 } // namespace
+
+void catch_interrupts() { std::signal(SIGINT, on_sigint); }
+
+bool interrupt_requested() { return interrupted; }
 
 std::string divergence_message(int64_t step, double loss, double grad_norm, double lr, double max_grad_norm) {
     std::string text =

@@ -1,7 +1,8 @@
 // What stops a training run before it loses work: a step whose loss or
 // gradient norm is no longer finite ends the run (exit status 3) with a
 // message saying what happened, why it usually happens and what to try; and
-// no checkpoint is ever written from weights that hold NaN or infinity.
+// no checkpoint is ever written from weights that hold NaN or infinity; and
+// Ctrl-C stops a run only once its checkpoint is saved.
 // Used by train_gpt and train_tasks; tests: tests/test_train_gpt.cpp and
 // tests/test_train_tasks.cpp; docs: docs/training.md ("When training diverges").
 #pragma once
@@ -39,6 +40,12 @@ inline bool finite_step(double loss, double grad_norm, double max_grad_norm) {
 // what to try (a lower --lr, or --max-grad-norm, unless it is set already:
 // `max_grad_norm` is infinity when off).
 std::string divergence_message(int64_t step, double loss, double grad_norm, double lr, double max_grad_norm);
+
+// Ctrl-C: after catch_interrupts(), SIGINT only sets a flag, which
+// interrupt_requested() reads; the loop saves a checkpoint at the next step
+// boundary and stops (exit status 130).
+void catch_interrupts();
+bool interrupt_requested();
 
 // Throws DivergedError naming the first tensor of `state` that holds a NaN
 // or an infinity, and `what` the state is for ("the checkpoint").
