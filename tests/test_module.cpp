@@ -146,6 +146,28 @@ TEST_CASE("a module registered twice is one module, as in PyTorch", "[module]") 
     CHECK(seq.parameters().size() == 2);
 }
 
+TEST_CASE("replace_module and replace_parameter put a new one in the old one's place", "[module]") {
+    nn::Sequential seq({std::make_shared<nn::Linear>(2, 3), std::make_shared<nn::ReLU>()});
+    // The replacement keeps the position, so the names and their order stay.
+    seq.replace_module("0", std::make_shared<nn::Linear>(2, 3, false));
+    std::vector<std::string> names;
+    for (const auto& [name, p] : seq.named_parameters()) names.push_back(name);
+    CHECK(names == std::vector<std::string>{"0.weight"});
+    CHECK_THROWS_WITH(seq.replace_module("2", std::make_shared<nn::ReLU>()),
+                      Catch::Contains("[Sequential]") && Catch::Contains("no submodule \"2\""));
+    // Tying: one tensor in two modules is one parameter, listed once, and
+    // both uses add to its gradient.
+    nn::Linear a(2, 2, false), b(2, 2, false);
+    b.weight = b.replace_parameter("weight", a.weight);
+    CHECK(b.weight.impl() == a.weight.impl());
+    Tensor x = ones({1, 2});
+    (a(x) + b(x)).sum().backward();
+    require_equal(a.weight.grad(), full({2, 2}, 2.0f), "the gradient of both uses");
+    CHECK_THROWS_WITH(a.replace_parameter("bias", ones({2})),
+                      Catch::Contains("[Linear]") && Catch::Contains("no parameter \"bias\""));
+    CHECK_THROWS_AS(a.replace_parameter("weight", Tensor()), ValueError);
+}
+
 TEST_CASE("to() converts floating parameters and their gradients, and refuses other dtypes", "[module]") {
     nn::Linear lin(2, 2);
     sum(lin(ones({1, 2}))).backward();
