@@ -45,14 +45,15 @@ Tensor Head::forward(const Tensor& x) {
     const int64_t T = x.size(1);
     Tensor k = (*key)(x);   // (B,T,hs)
     Tensor q = (*query)(x); // (B,T,hs)
-    // compute attention scores ("affinities"): (B,T,hs) @ (B,hs,T) -> (B,T,T),
-    // scaled by hs^-0.5 so that their variance stays near 1 and softmax does
-    // not saturate; causal, so position t looks only at positions <= t
+    // How much each position wants from each other one: (B,T,hs) @ (B,hs,T)
+    // -> (B,T,T), scaled by hs^-0.5 so that the scores' variance stays near
+    // 1 and softmax does not saturate; masked, so position t sees only
+    // positions <= t; softmax makes each row weights that sum to 1
     Tensor wei = matmul(q, k.transpose(-2, -1)) * std::pow(k.size(-1), -0.5);      // (B,T,T)
     wei = wei.masked_fill(tril.index({Slice(0, T), Slice(0, T)}) == 0, -INFINITY); // (B,T,T)
     wei = softmax(wei, -1);                                                        // (B,T,T)
     wei = (*dropout)(wei);
-    // perform the weighted aggregation of the values
+    // Each position's output: the weighted mean of the values
     Tensor v = (*value)(x);      // (B,T,hs)
     Tensor out = matmul(wei, v); // (B,T,T) @ (B,T,hs) -> (B,T,hs)
     return out;
@@ -103,8 +104,7 @@ Tensor BatchedMultiHeadAttention::forward(const Tensor& x) {
     Tensor queries = (*W_query)(x);
     Tensor values = (*W_value)(x);
 
-    // Split the matrix by adding a num_heads dimension:
-    // (b, num_tokens, d_out) -> (b, num_tokens, num_heads, head_size)
+    // (b, num_tokens, d_out) -> (b, num_tokens, num_heads, head_size): a view
     keys = keys.view({b, num_tokens, num_heads, head_size});
     values = values.view({b, num_tokens, num_heads, head_size});
     queries = queries.view({b, num_tokens, num_heads, head_size});
@@ -114,11 +114,10 @@ Tensor BatchedMultiHeadAttention::forward(const Tensor& x) {
     queries = queries.transpose(1, 2);
     values = values.transpose(1, 2);
 
-    // Dot product for each head: (b, num_heads, num_tokens, num_tokens)
+    // Every head's scores: (b, num_heads, num_tokens, num_tokens)
     Tensor attn_scores = matmul(queries, keys.transpose(2, 3));
-    // The mask truncated to the number of tokens, as booleans
+    // The mask's first num_tokens rows and columns, as booleans; true is hidden
     Tensor mask_bool = mask.to(kBool).index({Slice(0, num_tokens), Slice(0, num_tokens)});
-    // Use the mask to fill attention scores
     attn_scores.masked_fill_(mask_bool, -INFINITY);
 
     Tensor attn_weights = softmax(attn_scores / std::pow(keys.size(-1), 0.5), -1);
@@ -126,9 +125,9 @@ Tensor BatchedMultiHeadAttention::forward(const Tensor& x) {
 
     // (b, num_heads, num_tokens, head_size) -> (b, num_tokens, num_heads, head_size)
     Tensor context_vec = matmul(attn_weights, values).transpose(1, 2);
-    // Combine heads, where d_out = num_heads * head_size
+    // The heads side by side: d_out = num_heads * head_size
     context_vec = context_vec.contiguous().view({b, num_tokens, d_out});
-    context_vec = (*out_proj)(context_vec); // optional projection
+    context_vec = (*out_proj)(context_vec);
     return context_vec;
 }
 
@@ -147,27 +146,22 @@ Tensor QKVAttention::forward(const Tensor& x) {
     check_input("QKVAttention", x, d_model);
     const int64_t batch_size = x.size(0), seq_len = x.size(1);
 
-    // linear projection of input
     Tensor queries = (*Q)(x); // (batch_size, seq_len, d_model)
     Tensor keys = (*K)(x);
     Tensor values = (*V)(x);
 
-    // split into multiple heads (by reshaping tensors); each of the following
-    // tensors is (batch_size, n_head, seq_len, head_size)
+    // (batch_size, seq_len, d_model) -> (batch_size, n_head, seq_len, head_size)
     keys = keys.reshape({batch_size, seq_len, n_head, head_size}).transpose(1, 2);
     queries = queries.reshape({batch_size, seq_len, n_head, head_size}).transpose(1, 2);
     values = values.reshape({batch_size, seq_len, n_head, head_size}).transpose(1, 2);
 
-    // compute self-attention
     Tensor scores = matmul(queries, keys.transpose(-1, -2)) / std::pow(head_size, 0.5);
     Tensor self_attn = softmax(scores, -1); // (batch_size, n_head, seq_len, seq_len)
     Tensor out = matmul(self_attn, values); // (batch_size, n_head, seq_len, head_size)
 
-    // recombine heads
     out = out.transpose(1, 2); // (batch_size, seq_len, n_head, head_size)
     out = out.reshape({batch_size, seq_len, d_model});
 
-    // final linear projection
     out = (*O)(out); // (batch_size, seq_len, d_model)
     return out;
 }
@@ -175,7 +169,7 @@ Tensor QKVAttention::forward(const Tensor& x) {
 FusedQKVAttention::FusedQKVAttention(int64_t d_model_, int64_t n_head_)
     : Module("FusedQKVAttention"), d_model(d_model_), n_head(n_head_), head_size(n_head_ > 0 ? d_model_ / n_head_ : 0) {
     check_heads("FusedQKVAttention", d_model, n_head);
-    // combined linear projection for Q, K and V
+    // Q, K and V of every head in one Linear
     qkv_linear = register_module("qkv_linear", std::make_shared<Linear>(d_model, d_model * 3));
     O = register_module("O", std::make_shared<Linear>(d_model, d_model));
 }

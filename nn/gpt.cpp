@@ -22,7 +22,6 @@ FeedForward::FeedForward(int64_t n_embd, double dropout) : Module("FeedForward")
 Tensor FeedForward::forward(const Tensor& x) { return (*net)(x); }
 
 Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, double dropout) : Module("Block") {
-    // n_embd: embedding dimension, n_head: the number of heads we'd like
     if (n_head < 1 || n_embd / n_head < 1)
         fail<ValueError>("Block", "n_embd=", n_embd, " does not split into n_head=", n_head, " heads");
     const int64_t head_size = n_embd / n_head;
