@@ -159,23 +159,41 @@ TEST_CASE("train_gpt's first 10 losses match its PyTorch twin's", "[train_gpt]")
 }
 
 TEST_CASE("a resumed run continues exactly as an uninterrupted one", "[train_gpt]") {
-    std::string whole = scratch_dir("whole"), parts = scratch_dir("parts");
-    REQUIRE(run("--preset blocks --max-iters 12 --eval-interval 5 --eval-iters 4 --sample-tokens 40 --out " + whole)
-                .status == 0);
-    REQUIRE(run("--preset blocks --max-iters 7 --eval-interval 5 --eval-iters 4 --sample-tokens 40 --out " + parts)
-                .status == 0);
-    CommandResult resumed =
-        run("--resume " + parts + "/train_gpt.safetensors --max-iters 12 --sample-tokens 40 --out " + parts);
-    INFO(resumed.out);
-    REQUIRE(resumed.status == 0);
-    CHECK(read_file(parts + "/losses.csv") == read_file(whole + "/losses.csv"));
-    CHECK(read_file(parts + "/sample.txt") == read_file(whole + "/sample.txt"));
-    // Sampling from the checkpoint alone gives the same text.
-    CommandResult sampled = run("--sample-only " + whole + "/train_gpt.safetensors --sample-tokens 40");
-    REQUIRE(sampled.status == 0);
-    CHECK(sampled.out.find(read_file(whole + "/sample.txt").substr(0, 40)) != std::string::npos);
-    fs::remove_all(whole);
-    fs::remove_all(parts);
+    // A stage preset (the lecture's classes), and gpt.py's GPT in either model;
+    // each checkpoint says which model it holds, and --resume and
+    // --sample-only build that one.
+    const std::string small = " --n-embd 16 --n-head 2 --n-layer 1 --block-size 16 --batch-size 8";
+    for (const auto& [flags, model] : {std::pair<std::string, std::string>{"--preset blocks", "lecture"},
+                                       {"--model lecture" + small, "lecture"},
+                                       {"--model fast --dropout 0.1" + small, "fast"}}) {
+        INFO(flags);
+        std::string whole = scratch_dir("whole"), parts = scratch_dir("parts");
+        REQUIRE(
+            run(flags + " --max-iters 12 --eval-interval 5 --eval-iters 4 --sample-tokens 40 --out " + whole).status ==
+            0);
+        REQUIRE(
+            run(flags + " --max-iters 7 --eval-interval 5 --eval-iters 4 --sample-tokens 40 --out " + parts).status ==
+            0);
+        nn::Metadata meta;
+        nn::load_safetensors(parts + "/train_gpt.safetensors", &meta);
+        CHECK(meta["model"] == model);
+        CommandResult resumed =
+            run("--resume " + parts + "/train_gpt.safetensors --max-iters 12 --sample-tokens 40 --out " + parts);
+        INFO(resumed.out);
+        REQUIRE(resumed.status == 0);
+        CHECK(read_file(parts + "/losses.csv") == read_file(whole + "/losses.csv"));
+        CHECK(read_file(parts + "/sample.txt") == read_file(whole + "/sample.txt"));
+        // Sampling from the checkpoint alone gives the same text.
+        CommandResult sampled = run("--sample-only " + whole + "/train_gpt.safetensors --sample-tokens 40");
+        REQUIRE(sampled.status == 0);
+        CHECK(sampled.out.find(read_file(whole + "/sample.txt").substr(0, 40)) != std::string::npos);
+        // The checkpoint fixes the model.
+        CommandResult other = run("--resume " + parts + "/train_gpt.safetensors --model lecture --out " + parts);
+        CHECK(other.status == 2);
+        CHECK(other.out.find("--model cannot change when resuming") != std::string::npos);
+        fs::remove_all(whole);
+        fs::remove_all(parts);
+    }
 }
 
 TEST_CASE("Ctrl-C saves a checkpoint that resumes exactly", "[train_gpt]") {

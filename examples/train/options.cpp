@@ -22,8 +22,15 @@ struct Preset {
     int64_t max_iters, eval_interval, eval_iters;
 };
 
-ModelConfig stage(Stage s, int64_t n_head = 4) { // the stages' common sizes
-    return {.stage = s, .block_size = 8, .n_embd = 32, .n_head = n_head, .n_layer = 3, .dropout = 0.0};
+// The stages' common sizes; each runs in the lecture's classes.
+ModelConfig stage(Stage s, int64_t n_head = 4) {
+    return {.stage = s,
+            .block_size = 8,
+            .n_embd = 32,
+            .n_head = n_head,
+            .n_layer = 3,
+            .dropout = 0.0,
+            .kind = ModelKind::Lecture};
 }
 
 const Preset kPresets[] = {
