@@ -1,10 +1,11 @@
 // train_tasks: sequence tasks that only a model with attention can solve.
 //
 // For each task (copy, reverse or sort a string of digits, examples/train/
-// tasks.h) it trains a small GPT (nn::GPT) as a causal language model with
-// the loss on the answer digits only, then decodes the answers greedily for
-// a fixed set of held-out prompts that no training batch contains, and
-// counts the answers right in every digit. Beside it, the same model with
+// tasks.h) it trains a small GPT (gpt.py's, run by the fast model of
+// nn/fast_gpt.h) as a causal language model with the loss on the answer
+// digits only, then decodes the answers greedily for a fixed set of
+// held-out prompts that no training batch contains, and counts the answers
+// right in every digit. Beside it, the same model with
 // its attention taken out (NoAttentionLM) trains on the same batches and
 // fails: no position can read another's token. The last line is
 // machine-readable: final: copy=... baseline_copy=... seconds=...

@@ -58,14 +58,14 @@ struct Batch {
 };
 Batch make_batch(Task task, const ember::Tensor& prompts, const std::unordered_set<uint64_t>& held_out);
 
-// The same embeddings, MLP blocks, final LayerNorm and head as nn::GPT, with
-// the attention taken out of each block:
+// The same embeddings, MLP blocks, final LayerNorm and head as gpt.py's
+// GPTLanguageModel (nn/gpt.h), with the attention taken out of each block:
 //   x = tok_emb(idx) + pos_emb(t);  x = x + ffwd(ln(x))  (n_layer times);  logits = head(ln_f(x))
 // Each position sees only its own token and its own position, so it cannot
 // learn anything that depends on another position's token. Initialised as
-// nn::GPT (weights N(0, 0.02), biases 0). forward: idx (B,T) -> (B,T,V).
-// Parameter names follow nn::GPT's, less the attention: blocks.0.ln2,
-// blocks.0.ffwd.net.0.weight, ...
+// gpt.py's _init_weights (weights N(0, 0.02), biases 0). forward: idx (B,T)
+// -> (B,T,V). Parameter names follow GPTLanguageModel's, less the attention:
+// blocks.0.ln2, blocks.0.ffwd.net.0.weight, ...
 class MLPBlock : public ember::nn::Module {
 public:
     explicit MLPBlock(int64_t n_embd);
