@@ -99,7 +99,7 @@ Outcome run(int argc, char** argv) {
         outcome = {2, std::string(e.what()) + "\nrun train_gpt --help for the options", outcome.while_training};
     } catch (const InputError& e) {
         outcome = {2, e.what(), outcome.while_training};
-    } catch (const nn::CheckpointError& e) {
+    } catch (const nn::SafetensorsError& e) {
         outcome = {2, e.what(), outcome.while_training};
     } catch (const DivergedError& e) {
         outcome = {3, e.what(), outcome.while_training};

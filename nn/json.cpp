@@ -1,4 +1,4 @@
-// The safetensors header's JSON: see json.h. Tests: tests/test_checkpoint.cpp.
+// The safetensors header's JSON: see json.h. Tests: tests/test_safetensors.cpp.
 #include "nn/json.h"
 
 #include <cctype>
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <set>
 
-#include "nn/checkpoint.h"
+#include "nn/safetensors.h"
 
 namespace ember::internal {
 
@@ -44,7 +44,7 @@ public:
 
 private:
     [[noreturn]] void error(const std::string& what) const {
-        fail<nn::CheckpointError>("load_safetensors", where_, ": invalid header JSON at byte ", pos_, ": ", what);
+        fail<nn::SafetensorsError>("load_safetensors", where_, ": invalid header JSON at byte ", pos_, ": ", what);
     }
     void skip_space() {
         while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t'))

@@ -1,8 +1,8 @@
 // The JSON of a safetensors header: a small reader (objects, arrays,
 // strings, integers; the other values are recognised and kept as Other)
 // and the quoting of strings as Python's json.dumps writes them. Private to
-// nn/checkpoint.cpp, which is all ember needs JSON for. Tests:
-// tests/test_checkpoint.cpp (valid and corrupt headers).
+// nn/safetensors.cpp, which is all ember needs JSON for. Tests:
+// tests/test_safetensors.cpp (valid and corrupt headers).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,7 @@ struct Json {
 
 // The JSON document `text` (a safetensors header read from `where`), at most
 // 32 levels deep. Anything else (a syntax error, a duplicate key, trailing
-// text) throws nn::CheckpointError naming `where` and the byte offset.
+// text) throws nn::SafetensorsError naming `where` and the byte offset.
 Json parse_json(const std::string& text, const std::string& where);
 
 // A JSON string literal, escaped as Python's json.dumps(..., ensure_ascii=False).

@@ -6,7 +6,6 @@
 #pragma once
 
 #include "nn/attention.h"
-#include "nn/checkpoint.h"
 #include "nn/distributed.h"
 #include "nn/fast_gpt.h"
 #include "nn/generate.h"
@@ -16,4 +15,5 @@
 #include "nn/linear.h"
 #include "nn/module.h"
 #include "nn/optim.h"
+#include "nn/safetensors.h"
 #include "nn/summary.h"

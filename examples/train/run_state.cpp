@@ -42,7 +42,7 @@ nn::Metadata settings(const RunState& run) {
 }
 
 [[noreturn]] void bad_file(const std::string& path, const std::string& what) {
-    throw nn::CheckpointError("[train_gpt] " + path + " is not a usable train_gpt checkpoint: " + what);
+    throw nn::SafetensorsError("[train_gpt] " + path + " is not a usable train_gpt checkpoint: " + what);
 }
 
 std::string field(const nn::Metadata& meta, const std::string& path, const std::string& key) {

@@ -36,7 +36,7 @@ void save_run(const std::string& path, const RunState& run, const ember::nn::Mod
               const ember::optim::Optimizer& optimizer);
 
 // Reads a checkpoint's run state (settings, vocabulary, histories). Throws
-// ember::nn::CheckpointError if the file is not a train_gpt checkpoint.
+// ember::nn::SafetensorsError if the file is not a train_gpt checkpoint.
 RunState read_run(const std::string& path);
 
 // Restores model, optimiser and default-generator state from the checkpoint.

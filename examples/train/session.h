@@ -31,7 +31,7 @@ struct Session {
 // manual_seed(seed), model and optimiser, the output directory, the header.
 // Throws InputError, UsageError (also when a resumed run has no steps left,
 // or would not fit in memory, or under mpirun -np N when the batch size is
-// not divisible by N) or ember::nn::CheckpointError. Every rank of an
+// not divisible by N) or ember::nn::SafetensorsError. Every rank of an
 // mpirun builds the same session (reading the same data and checkpoint
 // files); the weights are then broadcast from rank 0.
 Session start_session(Options o);

@@ -1,8 +1,8 @@
-// libFuzzer harness for the safetensors reader (nn/checkpoint.cpp and the
+// libFuzzer harness for the safetensors reader (nn/safetensors.cpp and the
 // header's JSON, nn/json.cpp) and for train_gpt's checkpoint reader on top of
 // it (read_run, examples/train/run_state.cpp): any bytes, written to a file
 // and loaded as `load_safetensors(path)` and `train_gpt --resume path` load
-// it. A bad file must raise nn::CheckpointError. Anything else is a bug the
+// it. A bad file must raise nn::SafetensorsError. Anything else is a bug the
 // fuzzer reports: another exception (it escapes and aborts), a sanitizer
 // report, a crash, a hang. A file that loads is read to its last byte, so
 // AddressSanitizer sees any tensor that points outside its memory.
@@ -59,14 +59,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         nn::StateDict dict = nn::load_safetensors(file.path, &metadata);
         volatile uint64_t sum = touch(dict);
         (void)sum;
-    } catch (const nn::CheckpointError&) {
+    } catch (const nn::SafetensorsError&) {
         // a bad file, said so: what the reader must do
     }
     try {
         train::RunState run = train::read_run(file.path);
         volatile size_t n = run.step_losses.size() + run.evals.size() + run.vocab.chars().size();
         (void)n;
-    } catch (const nn::CheckpointError&) {
+    } catch (const nn::SafetensorsError&) {
         // not a usable train_gpt checkpoint, said so
     }
     return 0;

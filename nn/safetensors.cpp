@@ -1,6 +1,6 @@
-// Safetensors reading and writing: see checkpoint.h. The JSON of the header
-// is read and quoted by nn/json.h. Tests: tests/test_checkpoint.cpp.
-#include "nn/checkpoint.h"
+// Safetensors reading and writing: see safetensors.h. The JSON of the header
+// is read and quoted by nn/json.h. Tests: tests/test_safetensors.cpp.
+#include "nn/safetensors.h"
 
 #include <algorithm>
 #include <bit>
@@ -50,7 +50,7 @@ bool dtype_from_name(const std::string& name, DType& out) {
 }
 
 [[noreturn]] void corrupt(const std::string& path, const std::string& what) {
-    fail<CheckpointError>("load_safetensors", path, ": ", what);
+    fail<SafetensorsError>("load_safetensors", path, ": ", what);
 }
 
 } // namespace
@@ -74,8 +74,8 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
     }
     uint64_t offset = 0;
     for (const auto& [name, t] : tensors) {
-        if (name == "__metadata__") fail<CheckpointError>("save_safetensors", "\"__metadata__\" is reserved");
-        if (!t.defined()) fail<CheckpointError>("save_safetensors", "tensor \"", name, "\" is undefined");
+        if (name == "__metadata__") fail<SafetensorsError>("save_safetensors", "\"__metadata__\" is reserved");
+        if (!t.defined()) fail<SafetensorsError>("save_safetensors", "tensor \"", name, "\" is undefined");
         Tensor c = internal::contiguous_data(t.detach());
         uint64_t nbytes = static_cast<uint64_t>(c.numel()) * element_size(c.dtype());
         std::string shape;
@@ -103,8 +103,8 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
     std::string tmp = path + ".tmp.XXXXXX";
     int fd = ::mkstemp(tmp.data());
     if (fd < 0)
-        fail<CheckpointError>("save_safetensors", "cannot create a temporary file beside ", path, ": ",
-                              std::strerror(errno));
+        fail<SafetensorsError>("save_safetensors", "cannot create a temporary file beside ", path, ": ",
+                               std::strerror(errno));
     ::fchmod(fd, 0644); // mkstemp's 0600 would hide the checkpoint from other users
     auto write_all = [&](const void* bytes, size_t n) {
         const char* p = static_cast<const char*>(bytes);
@@ -129,25 +129,25 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
     if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
         if (ok) saved_errno = errno;
         ::unlink(tmp.c_str());
-        fail<CheckpointError>("save_safetensors", "cannot write ", path, ": ", std::strerror(saved_errno),
-                              " (the previous file, if any, is unchanged)");
+        fail<SafetensorsError>("save_safetensors", "cannot write ", path, ": ", std::strerror(saved_errno),
+                               " (the previous file, if any, is unchanged)");
     }
 }
 
 // ---- loading ---------------------------------------------------------------------------------
 
-// The whole file, or a CheckpointError (a directory, an unreadable file,
+// The whole file, or a SafetensorsError (a directory, an unreadable file,
 // one too large for memory).
 std::string read_file(const std::string& path) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
-        fail<CheckpointError>("load_safetensors", "cannot open ", path, ": not a regular file");
+        fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": not a regular file");
     std::ifstream file(path, std::ios::binary);
-    if (!file) fail<CheckpointError>("load_safetensors", "cannot open ", path, ": ", std::strerror(errno));
+    if (!file) fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": ", std::strerror(errno));
     try {
         return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
     } catch (const std::exception& e) {
-        fail<CheckpointError>("load_safetensors", "cannot read ", path, ": ", e.what());
+        fail<SafetensorsError>("load_safetensors", "cannot read ", path, ": ", e.what());
     }
 }
 

@@ -1,4 +1,4 @@
-// Checkpoints (nn/checkpoint.h): files written by the PyTorch-side writer
+// Checkpoints (nn/safetensors.h): files written by the PyTorch-side writer
 // load into ember; ember writes the canonical layout byte for byte; round
 // trips; every kind of corrupt file is refused and leaves the model as it was;
 // a failed save leaves the previous file intact.
@@ -38,7 +38,7 @@ nn::GPTConfig tiny() {
 
 } // namespace
 
-TEST_CASE("a GPT written by PyTorch-side tooling loads into ember and computes the same logits", "[checkpoint]") {
+TEST_CASE("a GPT written by PyTorch-side tooling loads into ember and computes the same logits", "[safetensors]") {
     manual_seed(999); // different weights than the file's
     nn::GPTLanguageModel model(tiny());
     nn::Metadata meta;
@@ -49,7 +49,7 @@ TEST_CASE("a GPT written by PyTorch-side tooling loads into ember and computes t
     require_close(model.forward(f.tensor("safetensors.idx")), f.tensor("safetensors.logits"), {1e-5, 1e-5});
 }
 
-TEST_CASE("ember writes the canonical safetensors layout byte for byte", "[checkpoint]") {
+TEST_CASE("ember writes the canonical safetensors layout byte for byte", "[safetensors]") {
     const Fixtures& f = fixtures("gpt");
     nn::StateDict dict;
     for (const char* name : {"w", "b", "idx", "mask", "empty"})
@@ -64,7 +64,7 @@ TEST_CASE("ember writes the canonical safetensors layout byte for byte", "[check
     std::remove(path.c_str());
 }
 
-TEST_CASE("a model saved and loaded again is the same model", "[checkpoint]") {
+TEST_CASE("a model saved and loaded again is the same model", "[safetensors]") {
     manual_seed(1);
     nn::GPTLanguageModel a(tiny());
     std::string path = scratch("round_trip");
@@ -78,7 +78,7 @@ TEST_CASE("a model saved and loaded again is the same model", "[checkpoint]") {
         CHECK(entry.path().filename().string().rfind(path + ".tmp", 0) != 0); // no temporary file left behind
 }
 
-TEST_CASE("corrupt or mismatched files are refused and the model is left untouched", "[checkpoint][errors]") {
+TEST_CASE("corrupt or mismatched files are refused and the model is left untouched", "[safetensors][errors]") {
     manual_seed(3);
     nn::GPTLanguageModel model(tiny());
     nn::StateDict before = model.state_dict();
@@ -116,7 +116,7 @@ TEST_CASE("corrupt or mismatched files are refused and the model is left untouch
         DYNAMIC_SECTION(what) {
             std::string path = scratch("corrupt");
             write_bytes(path, bytes);
-            CHECK_THROWS_AS(nn::load(model, path), nn::CheckpointError);
+            CHECK_THROWS_AS(nn::load(model, path), nn::SafetensorsError);
             std::remove(path.c_str());
             size_t i = 0;
             for (const auto& [name, t] : model.state_dict()) require_equal(t, copies[i++], name + " is untouched");
@@ -138,21 +138,21 @@ TEST_CASE("corrupt or mismatched files are refused and the model is left untouch
     CHECK_THROWS_WITH(nn::load(model, "no/such/file.safetensors"), Catch::Contains("cannot open"));
 }
 
-TEST_CASE("a save that cannot complete leaves the previous file intact", "[checkpoint][errors]") {
+TEST_CASE("a save that cannot complete leaves the previous file intact", "[safetensors][errors]") {
     std::string path = scratch("keep");
     nn::save(nn::Linear(2, 2), path);
     std::string before = read_bytes(path);
     // The temporary file cannot be created inside a path that is a file.
-    CHECK_THROWS_AS(nn::save(nn::Linear(2, 2), path + "/inside"), nn::CheckpointError);
+    CHECK_THROWS_AS(nn::save(nn::Linear(2, 2), path + "/inside"), nn::SafetensorsError);
     // A tensor name that cannot be written is refused before anything is.
     nn::StateDict reserved;
     reserved.insert("__metadata__", ones({1}));
-    CHECK_THROWS_AS(nn::save_safetensors(reserved, path), nn::CheckpointError);
+    CHECK_THROWS_AS(nn::save_safetensors(reserved, path), nn::SafetensorsError);
     CHECK(read_bytes(path) == before);
     std::remove(path.c_str());
 }
 
-TEST_CASE("the header reader follows JSON strictly", "[checkpoint][errors]") {
+TEST_CASE("the header reader follows JSON strictly", "[safetensors][errors]") {
     auto file_with_header = [](const std::string& header) {
         std::string h = header;
         while ((8 + h.size()) % 8) h += ' ';
@@ -171,7 +171,7 @@ TEST_CASE("the header reader follows JSON strictly", "[checkpoint][errors]") {
           "{\"__metadata__\":{\"x\":\"\\ud83d\"}}",
           "{\"a\":{\"dtype\":\"F32\",\"shape\":[0,99999999999999999,99999999999999999],\"data_offsets\":[0,0]}}"}) {
         INFO(bad);
-        CHECK_THROWS_AS(nn::load_safetensors(file_with_header(bad)), nn::CheckpointError);
+        CHECK_THROWS_AS(nn::load_safetensors(file_with_header(bad)), nn::SafetensorsError);
     }
     std::remove(scratch("json").c_str());
     CHECK_THROWS_WITH(nn::load_safetensors("."), Catch::Contains("not a regular file"));

@@ -1,8 +1,8 @@
-// Checkpoints in the safetensors format, readable by PyTorch-side tools and
+// Tensors in files of the safetensors format, readable by PyTorch-side tools and
 // written so that an interrupted save never destroys the previous file.
 // Loading checks everything before it returns, and load(module, ...) checks
-// every key and shape before copying anything. docs/checkpoints.md; tests:
-// tests/test_checkpoint.cpp.
+// every key and shape before copying anything. docs/safetensors.md; tests:
+// tests/test_safetensors.cpp.
 #pragma once
 
 #include <map>
@@ -21,7 +21,7 @@
 namespace ember::nn {
 
 // A file that cannot be read or written, or is not a valid safetensors file.
-class CheckpointError : public Error {
+class SafetensorsError : public Error {
 public:
     using Error::Error;
 };
