@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "core/kernels/parallel.h"
 #include "core/kernels/vectorize.h"
+#include "core/loops/parallel.h"
 
 namespace ember::internal {
 

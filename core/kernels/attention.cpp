@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/kernels/exponential.h"
 #include "core/kernels/vectorize.h"
+#include "core/loops/exponential.h"
 
 namespace ember::internal {
 

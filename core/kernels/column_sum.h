@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/kernels/parallel.h"
+#include "core/loops/parallel.h"
 
 namespace ember::internal {
 

@@ -17,8 +17,8 @@
 
 #include "core/kernels/dispatch.h"
 #include "core/kernels/gemm_packed.h"
-#include "core/kernels/parallel.h"
 #include "core/kernels/vectorize.h"
+#include "core/loops/parallel.h"
 
 namespace ember::internal {
 

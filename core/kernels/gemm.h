@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "core/kernels/parallel.h"
+#include "core/loops/parallel.h"
 
 // For float32 on a CPU with AVX2 and FMA, gemm() runs a register-tiled
 // kernel (gemm_packed.cpp, gemm_avx2.cpp): packed and cache-blocked for large

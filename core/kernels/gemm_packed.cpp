@@ -8,7 +8,7 @@
 #include <new>
 
 #include "core/kernels/gemm_packed.h"
-#include "core/kernels/parallel.h"
+#include "core/loops/parallel.h"
 
 // The loop nest:
 //

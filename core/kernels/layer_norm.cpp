@@ -7,9 +7,9 @@
 #include <cmath>
 #include <vector>
 
-#include "core/kernels/parallel.h"
-#include "core/kernels/row_sum.h"
 #include "core/kernels/vectorize.h"
+#include "core/loops/parallel.h"
+#include "core/loops/row_sum.h"
 
 namespace ember::internal {
 

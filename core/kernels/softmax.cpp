@@ -7,9 +7,9 @@
 #include <limits>
 #include <vector>
 
-#include "core/kernels/exponential.h"
-#include "core/kernels/parallel.h"
 #include "core/kernels/vectorize.h"
+#include "core/loops/exponential.h"
+#include "core/loops/parallel.h"
 
 namespace ember::internal {
 

@@ -11,7 +11,8 @@
 #include <cmath>
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/loops.h"
+#include "core/loops/arithmetic.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 

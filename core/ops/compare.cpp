@@ -7,7 +7,7 @@
 // flow only to the elements that were not replaced.
 // Tests: tests/test_compare.cpp.
 #include "core/autograd/autograd.h"
-#include "core/kernels/loops.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 

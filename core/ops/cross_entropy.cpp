@@ -13,8 +13,8 @@
 #include "core/autograd/autograd.h"
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/dispatch.h"
-#include "core/kernels/exponential.h"
-#include "core/kernels/loops.h"
+#include "core/loops/exponential.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 
 namespace ember {

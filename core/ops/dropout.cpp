@@ -8,7 +8,7 @@
 // PyTorch keeps. Tests: tests/test_random.cpp (the masks against PyTorch's),
 // tests/test_loss.cpp (the edge cases, the gradient).
 #include "core/autograd/autograd.h"
-#include "core/kernels/loops.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/random/fill.h"
 #include "core/tensor/internal.h"

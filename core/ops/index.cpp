@@ -8,7 +8,7 @@
 // embedding picks rows the same way. (chunk and split are views: core/tensor/view.cpp.)
 // Tests: tests/test_index.cpp.
 #include "core/autograd/autograd.h"
-#include "core/kernels/loops.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 

@@ -14,8 +14,8 @@
 #include "core/autograd/autograd.h"
 #include "core/kernels/dispatch.h"
 #include "core/kernels/layer_norm.h"
-#include "core/kernels/loops.h"
-#include "core/kernels/row_sum.h"
+#include "core/loops/map.h"
+#include "core/loops/row_sum.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 
@@ -26,7 +26,7 @@ using namespace internal;
 namespace {
 
 // forward, for `rows` rows of n: y, and the mean and rstd backward needs.
-// Sums run in double, in row_sum's order (core/kernels/row_sum.h).
+// Sums run in double, in row_sum's order (core/loops/row_sum.h).
 template <typename T>
 void forward_rows(const T* px, const T* pw, const T* pb, double eps, int64_t rows, int64_t n, T* py, double* pm,
                   double* pr) {

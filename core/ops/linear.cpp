@@ -8,7 +8,7 @@
 // nn::Linear (nn/linear.h) runs it. Tests: tests/test_matmul.cpp.
 #include "core/autograd/autograd.h"
 #include "core/kernels/gemm.h"
-#include "core/kernels/loops.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 

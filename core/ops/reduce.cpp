@@ -14,7 +14,8 @@
 #include "core/autograd/autograd.h"
 #include "core/kernels/column_sum.h"
 #include "core/kernels/dispatch.h"
-#include "core/kernels/loops.h"
+#include "core/loops/arithmetic.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 

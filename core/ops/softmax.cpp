@@ -10,9 +10,9 @@
 
 #include "core/autograd/autograd.h"
 #include "core/kernels/dispatch.h"
-#include "core/kernels/exponential.h"
-#include "core/kernels/loops.h"
 #include "core/kernels/softmax.h"
+#include "core/loops/exponential.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 

@@ -9,8 +9,9 @@
 #include <numbers>
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/exponential.h"
-#include "core/kernels/loops.h"
+#include "core/loops/arithmetic.h"
+#include "core/loops/exponential.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 
 namespace ember {

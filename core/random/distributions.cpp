@@ -13,6 +13,7 @@
 #include "core/autograd/autograd.h"
 #include "core/kernels/bernoulli.h"
 #include "core/kernels/dispatch.h"
+#include "core/loops/arithmetic.h"
 #include "core/ops/ops.h"
 #include "core/random/fill.h"
 #include "core/tensor/shape.h"

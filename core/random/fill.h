@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "core/kernels/loops.h"
+#include "core/loops/map.h"
 #include "core/random/generator.h"
 
 namespace ember::internal {

@@ -13,7 +13,7 @@
 #include <array>
 #include <cstdint>
 
-#include "core/kernels/parallel.h"
+#include "core/loops/parallel.h"
 #include "core/tensor/error.h"
 
 namespace ember::internal {
