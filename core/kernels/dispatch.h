@@ -1,16 +1,23 @@
-// Which implementation an op runs where it has two: the plain loop in its op
-// file, or the fast kernel in core/kernels/ that computes the same result
-// (core/kernels/README.md lists the pairs). A reference build
-// (-Dkernels=reference) has no fast kernel, and the switch stays off. Private
-// (ember's files, tests, benchmarks). Tests: tests/test_kernels.cpp.
+// The switch between an op's definition and its fast kernel, and the fast
+// kernels' entry points: all that the rest of ember sees of core/kernels/.
+//
+// An op computes its result by its definition: the plain loop, or the
+// composition of other ops, in its op file. When the fast kernels are built
+// and switched on, it may instead call one of the fast:: functions below,
+// each of which computes the same result: the same bits, or where its
+// contract says so, the same up to rounding. Ops call them only inside
+// `if constexpr (kFastKernelsBuilt)`: a reference build (-Dkernels=reference)
+// compiles none of core/kernels/, and a call in a discarded statement needs
+// no definition. The switch is global, as PyTorch's torch.backends flags
+// are; tests turn it off for a scope (ReferenceKernelsGuard) to compare a
+// fast kernel with its definition in one process. Private (ember's files,
+// tests). core/kernels/README.md lists the kernels; tests:
+// tests/test_kernels.cpp.
 #pragma once
 
-// For the element-wise and row kernels the two give identical bits (the same
-// operations in the same order); the AVX2 matrix kernel fuses each
-// multiply-add, so its products differ from the portable ones in the last
-// bits (docs/matmul.md). The choice is global, as PyTorch's torch.backends
-// flags are; tests switch it with ReferenceKernelsGuard to compare the two in
-// one process.
+#include <cstdint>
+
+#include "core/ops/matmul.h"
 
 namespace ember::internal {
 
@@ -21,14 +28,27 @@ inline constexpr bool kFastKernelsBuilt = false;
 inline constexpr bool kFastKernelsBuilt = true;
 #endif
 
+namespace fast {
+
+// The switch itself (dispatch.cpp): on unless turned off.
+bool enabled();
+void set_enabled(bool on);
+
+} // namespace fast
+
 // True when ops should call their fast kernels: built in, and not switched off.
-bool use_fast_kernels();
+inline bool use_fast_kernels() {
+    if constexpr (kFastKernelsBuilt) return fast::enabled();
+    else return false;
+}
 
 // Switches the fast kernels off (false) or back on (true, the default). In
 // a reference build they stay off.
-void set_fast_kernels(bool on);
+inline void set_fast_kernels(bool on) {
+    if constexpr (kFastKernelsBuilt) fast::set_enabled(on);
+}
 
-// Runs the reference loops for a scope: { ReferenceKernelsGuard reference; ... }
+// Runs the definitions for a scope: { ReferenceKernelsGuard reference; ... }
 class ReferenceKernelsGuard {
 public:
     ReferenceKernelsGuard() : previous_(use_fast_kernels()) { set_fast_kernels(false); }
@@ -40,8 +60,18 @@ private:
     bool previous_;
 };
 
-// True when this CPU (checked once, at run time) has AVX2 and FMA; AVX-512F.
-bool cpu_has_avx2_fma();
-bool cpu_has_avx512f();
+// ---- the fast kernels, each with the definition it replaces ------------------------------
+
+namespace fast {
+
+// matmul and linear (kernels/gemm.cpp): c = a @ b, as gemm_plain
+// (core/ops/matmul.cpp) computes it. float64, and float32 on a CPU without
+// AVX2 and FMA: the same bits. float32 with them: each multiply-add fused
+// (rounded once), so the last bits differ; a few rows times a transposed B
+// sum in 16 lanes. Each element's sum never depends on the thread count.
+void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate);
+
+} // namespace fast
 
 } // namespace ember::internal

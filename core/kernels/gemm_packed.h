@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "core/kernels/gemm.h"
+#include "core/ops/matmul.h"
 
 namespace ember::internal {
 

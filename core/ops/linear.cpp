@@ -7,8 +7,8 @@
 // (out, in) layout, so the optimiser's gradient needs no transposing copy.
 // nn::Linear (nn/linear.h) runs it. Tests: tests/test_matmul.cpp.
 #include "core/autograd/autograd.h"
-#include "core/kernels/gemm.h"
 #include "core/loops/map.h"
+#include "core/ops/matmul.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 

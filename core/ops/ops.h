@@ -168,7 +168,7 @@ ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = 
 // Sums a gradient of a broadcast shape back down to `shape` (autograd helper).
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
-// ---- matmul, linear (core/ops/matmul.cpp, linear.cpp; kernels in core/kernels/gemm.h) -----
+// ---- matmul, linear (core/ops/matmul.cpp, linear.cpp; the 2-D product in core/ops/matmul.h) --
 // PyTorch's full semantics: 1-D @ 1-D is a dot product, 2-D @ 2-D a matrix
 // product, and higher ranks batch over the leading dims, broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
