@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "core/ops/matmul.h"
+#include "core/tensor/storage.h"
 
 namespace ember::internal {
 
@@ -71,6 +72,21 @@ namespace fast {
 // sum in 16 lanes. Each element's sum never depends on the thread count.
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate);
+
+// Storage's buffers (kernels/buffer_cache.cpp): a cache that keeps released
+// buffers and hands each to the next request of its size class, instead of
+// the definition's allocation and release at every request. Unlike the
+// other kernels it is chosen when the fast kernels are built, not by the
+// switch: a buffer goes back where it came from. take_buffer gives a
+// 64-byte-aligned buffer of at least nbytes, or null when the system has
+// none; buffer_stats is what memory_stats() reports, release_kept_buffers
+// what empty_cache() does, reset_buffer_peak what reset_peak_memory_stats()
+// does (core/tensor/storage.h).
+void* take_buffer(size_t nbytes);
+void give_back_buffer(void* data, size_t nbytes);
+MemoryStats buffer_stats();
+void release_kept_buffers();
+void reset_buffer_peak();
 
 } // namespace fast
 
