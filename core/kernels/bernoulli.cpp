@@ -29,7 +29,7 @@ void fill(T* data, int64_t n, uint64_t threshold, T value, Generator& gen) {
 } // namespace
 
 EMBER_VECTOR_CLONES_512
-void bernoulli_bits_fast(uint64_t* words, int64_t n, uint64_t threshold, Generator& gen) {
+void bernoulli_bits(uint64_t* words, int64_t n, uint64_t threshold, Generator& gen) {
     constexpr int64_t kWords = 128; // 64 elements' draws: one word of bits per refill
     uint32_t draws[kWords];
     const uint64_t low53 = (uint64_t{1} << 53) - 1;

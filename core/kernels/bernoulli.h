@@ -23,8 +23,9 @@ void bernoulli_fill_contiguous(double* data, int64_t n, uint64_t threshold, doub
 void bernoulli_fill_contiguous(int64_t* data, int64_t n, uint64_t threshold, int64_t value, Generator& gen);
 void bernoulli_fill_contiguous(bool* data, int64_t n, uint64_t threshold, bool value, Generator& gen);
 
-// The same draws as bits: bit i of words is 1 where u53_i < threshold
-// (internal::bernoulli_bits in core/random/distributions.cpp is the plain loop).
-void bernoulli_bits_fast(uint64_t* words, int64_t n, uint64_t threshold, Generator& gen);
+// The same draws as bits, for dropout's masks (kernels/dropout.h): bit i of
+// words (words[i / 64], bit i % 64) is 1 where u53_i < threshold, for i in
+// [0, n).
+void bernoulli_bits(uint64_t* words, int64_t n, uint64_t threshold, Generator& gen);
 
 } // namespace ember::internal

@@ -17,8 +17,11 @@
 
 #include <cstdint>
 
+#include "core/ops/attention.h"
 #include "core/ops/matmul.h"
+#include "core/random/generator.h"
 #include "core/tensor/storage.h"
+#include "core/tensor/tensor.h"
 
 namespace ember::internal {
 
@@ -72,6 +75,20 @@ namespace fast {
 // sum in 16 lanes. Each element's sum never depends on the thread count.
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate);
+
+// dropout (kernels/dropout.cpp): the op's result for 0 < p < 1 in training,
+// with the bits of its definition (core/ops/dropout.cpp) forward and
+// backward, from the same draws; the mask is kept as bits.
+Tensor dropout(const Tensor& x, double p, Generator* generator);
+
+// scaled_dot_product_attention (kernels/flash_attention.cpp): the op's
+// result, with its backward, for a checked call, by FlashAttention: the
+// definition (core/ops/attention.cpp) up to rounding, within 1e-5 relative
+// in float32 (the online softmax sums in another order), without storing
+// the (L,S) weights; dropout drops the weights the definition drops for the
+// same generator state.
+Tensor scaled_dot_product_attention(const AttentionCall& call, const Tensor& query, const Tensor& key,
+                                    const Tensor& value, Generator* generator);
 
 // Storage's buffers (kernels/buffer_cache.cpp): a cache that keeps released
 // buffers and hands each to the next request of its size class, instead of

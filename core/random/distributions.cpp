@@ -161,24 +161,7 @@ Tensor randint(int64_t high, const Shape& shape, TensorOptions options, Generato
     return randint(0, high, shape, options, generator);
 }
 
-// ---- Bernoulli: bernoulli_(p), bernoulli(p tensor), dropout's mask bits ----------------------------
-
-// One u53 per element (two words, the first the high half), a success when
-// u53 * 2^-53 < p. Scaling by 2^53 is exact, so that is the integer test
-// u53 < ceil(p * 2^53): the same outcome without a conversion.
-static uint64_t bernoulli_threshold(double p) { return static_cast<uint64_t>(std::ceil(p * 0x1p53)); }
-
-void internal::bernoulli_bits(uint64_t* words, int64_t n, double p, Generator& gen) {
-    const uint64_t threshold = bernoulli_threshold(p);
-    if (use_fast_kernels()) {
-        bernoulli_bits_fast(words, n, threshold, gen);
-        return;
-    }
-    const uint64_t low53 = (uint64_t{1} << 53) - 1;
-    std::fill(words, words + (n + 63) / 64, uint64_t{0});
-    for (int64_t i = 0; i < n; ++i)
-        if ((gen.random64() & low53) < threshold) words[i / 64] |= uint64_t{1} << (i % 64);
-}
+// ---- Bernoulli: bernoulli_(p), bernoulli(p tensor) ------------------------------------------------
 
 Tensor& Tensor::bernoulli_(double p, Generator* generator) {
     check_fill_target(*this, "bernoulli_");
