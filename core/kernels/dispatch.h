@@ -76,6 +76,40 @@ namespace fast {
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate);
 
+// softmax and scaled_masked_softmax on `rows` contiguous rows of n > 0
+// (kernels/softmax.cpp): the row functions of core/ops/softmax.h, for short
+// rows their operations on several rows at once: the same bits. out may be
+// x; mask is the bool mask (true = masked out) expanded to x's shape, or
+// undefined; s the scale, applied as x * s or, when divide, x / s.
+template <typename T>
+void softmax_last_dim(const T* x, T* out, int64_t rows, int64_t n);
+template <typename T>
+void scaled_masked_softmax_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s, bool divide);
+template <typename T>
+void scaled_masked_softmax_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask, T s,
+                                    bool divide);
+
+// cross_entropy (kernels/cross_entropy.cpp): cross_entropy_forward_rows and
+// cross_entropy_backward_rows of core/ops/cross_entropy.h, the same loops
+// compiled for AVX2 too: the same bits. T is float or double.
+template <typename T>
+double cross_entropy_forward(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index,
+                             double* lse);
+template <typename T>
+void cross_entropy_backward(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index,
+                            const double* lse, double scale, T* dx);
+
+// layer_norm (kernels/layer_norm.cpp): the functions of
+// core/ops/layer_norm.h run in another order of rows and columns (rows in
+// blocks, dweight and dbias split by columns between threads): the same
+// bits. Arguments as in core/ops/layer_norm.cpp's forward and backward.
+template <typename T>
+void layer_norm_forward(const T* x, const T* weight, const T* bias, double eps, int64_t rows, int64_t n, T* y,
+                        double* mean, double* rstd);
+template <typename T>
+void layer_norm_backward(const T* dout, const T* x, const T* weight, const double* mean, const double* rstd,
+                         int64_t rows, int64_t n, T* dx, T* dweight, T* dbias);
+
 // dropout (kernels/dropout.cpp): the op's result for 0 < p < 1 in training,
 // with the bits of its definition (core/ops/dropout.cpp) forward and
 // backward, from the same draws; the mask is kept as bits.
