@@ -1,10 +1,11 @@
-// The fast kernels of core/kernels/ against the plain loops of the op files:
-// the same bits, forward and backward, on shapes that reach every path of
-// the fast copies (short rows through the shared buffer, long rows, partial
-// blocks, masks with every broadcast pattern, rows split between threads).
-// Each case runs once with the fast kernels and once under
-// ReferenceKernelsGuard. A reference build (-Dkernels=reference) has only
-// the plain loops, and says so instead.
+// The fast kernels of core/kernels/ against the definitions they replace
+// (the plain loops and compositions of core/ops/ and core/random/): the same
+// bits, forward and backward, on shapes that reach every path of the fast
+// copies (short rows through the shared buffer, long rows, partial blocks,
+// masks with every broadcast pattern, rows split between threads); for
+// FlashAttention, within a stated tolerance. Each case runs once with the
+// fast kernels and once under ReferenceKernelsGuard. Built only with the
+// fast kernels (tests/meson.build): a reference build has no other side.
 #include <cmath>
 #include <functional>
 
@@ -37,19 +38,12 @@ void require_same_bits(const std::string& what, const std::function<std::vector<
         require_equal(fast[i], reference[i], what + ", result " + std::to_string(i));
 }
 
-bool skip_in_reference_build() {
-    if (internal::kFastKernelsBuilt) return false;
-    WARN("skipped: a reference build (-Dkernels=reference) has no fast kernels to compare");
-    return true;
-}
-
 // A leaf with x's values that requires grad.
 Tensor leaf(const Tensor& x) { return x.detach().clone().requires_grad_(); }
 
 } // namespace
 
 TEST_CASE("softmax's fast rows give the bits of the plain loop", "[kernels][softmax]") {
-    if (skip_in_reference_build()) return;
     manual_seed(1);
     // Rows of 8 (several per buffer), 100 (one per buffer, a partial last
     // block), 300 (longer than the buffer), and many rows for two threads.
@@ -61,7 +55,6 @@ TEST_CASE("softmax's fast rows give the bits of the plain loop", "[kernels][soft
 }
 
 TEST_CASE("scaled_masked_softmax's fast rows give the bits of the plain loop", "[kernels][softmax]") {
-    if (skip_in_reference_build()) return;
     manual_seed(2);
     for (int64_t T : {8, 13, 64, 200}) {
         Tensor causal = tril(ones({T, T})) == 0;
@@ -88,7 +81,6 @@ TEST_CASE("scaled_masked_softmax's fast rows give the bits of the plain loop", "
 }
 
 TEST_CASE("layer_norm's fast rows give the bits of the plain loop", "[kernels][layer_norm]") {
-    if (skip_in_reference_build()) return;
     manual_seed(3);
     // 15 rows (one partial block of 16), 100 rows of 48 (blocks, two
     // threads), long rows; with and without weight and bias.
@@ -112,7 +104,6 @@ TEST_CASE("layer_norm's fast rows give the bits of the plain loop", "[kernels][l
 }
 
 TEST_CASE("cross_entropy's fast rows give the bits of the plain loop", "[kernels][loss]") {
-    if (skip_in_reference_build()) return;
     manual_seed(4);
     for (DType dtype : {kFloat32, kFloat64}) {
         Tensor logits = randn({300, 65}, dtype) * 3;
@@ -128,7 +119,6 @@ TEST_CASE("cross_entropy's fast rows give the bits of the plain loop", "[kernels
 }
 
 TEST_CASE("sum over leading dims: the column kernel gives the bits of the plain reduction", "[kernels][reduce]") {
-    if (skip_in_reference_build()) return;
     manual_seed(5);
     for (DType dtype : {kFloat32, kFloat64}) {
         Tensor x = randn({16, 300, 48}, dtype);
@@ -137,7 +127,6 @@ TEST_CASE("sum over leading dims: the column kernel gives the bits of the plain 
 }
 
 TEST_CASE("the fast Bernoulli fill draws the words and bits of the plain one", "[kernels][random]") {
-    if (skip_in_reference_build()) return;
     // Blocks of 2048 elements and a partial last block; after the fill the
     // generator must stand at the same word.
     for (DType dtype : {kFloat32, kFloat64, kInt64, kBool})
@@ -151,7 +140,6 @@ TEST_CASE("the fast Bernoulli fill draws the words and bits of the plain one", "
 }
 
 TEST_CASE("the Mersenne Twister's fast twist and tempering give the plain loops' words", "[kernels][random]") {
-    if (skip_in_reference_build()) return;
     // Several twists (624 words each), draws of every size through
     // random_words and random(), and the state they leave.
     require_same_bits("mt19937", [] {
@@ -169,7 +157,6 @@ TEST_CASE("the Mersenne Twister's fast twist and tempering give the plain loops'
 }
 
 TEST_CASE("fused attention's dropout bits: the fast draw gives the bits of the plain one", "[kernels][random]") {
-    if (skip_in_reference_build()) return;
     // 64 draws per word of bits, a partial last word; then the generator
     // must stand at the same word. The attention's output carries the bits.
     require_same_bits("scaled_dot_product_attention dropout", [] {
@@ -181,7 +168,6 @@ TEST_CASE("fused attention's dropout bits: the fast draw gives the bits of the p
 }
 
 TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][optim]") {
-    if (skip_in_reference_build()) return;
     manual_seed(6);
     for (DType dtype : {kFloat32, kFloat64}) {
         Tensor w0 = randn({300, 200}, dtype), b0 = randn({7}, dtype);
@@ -203,7 +189,6 @@ TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][opt
 }
 
 TEST_CASE("float64 batched products: the slice split gives the bits of one slice at a time", "[kernels][matmul]") {
-    if (skip_in_reference_build()) return;
     manual_seed(7);
     // float64 always runs the portable gemm, so only the sharing of slices
     // between threads differs: many small slices, and a few large ones.

@@ -26,6 +26,7 @@
 #include "../examples/train/model.h"
 #include "../examples/train/run_state.h"
 #include "check.h"
+#include "core/kernels/dispatch.h"
 #include "process.h"
 
 using namespace ember;
@@ -556,7 +557,11 @@ TEST_CASE("the memory estimate bounds a training step's measured peak, within a 
         const double measured = static_cast<double>(memory_stats().peak_allocated - before);
         const double estimate = train::estimate_memory(config, batch, 0).total();
         CHECK(measured <= estimate);
-        CHECK(estimate <= 1.6 * measured);
+        // The factor holds for the buffer cache's counts, each buffer rounded
+        // up to its size class. A reference build has no cache and counts
+        // the bytes asked for, at most a quarter fewer: 1.6 * 1.25 there.
+        const double factor = internal::kFastKernelsBuilt ? 1.6 : 1.6 * 1.25;
+        CHECK(estimate <= factor * measured);
     }
 }
 

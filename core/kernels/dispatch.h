@@ -89,6 +89,13 @@ template <typename T>
 void scaled_masked_softmax_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask, T s,
                                     bool divide);
 
+// sum over a contiguous tensor's leading dims (kernels/column_sum.cpp):
+// out[j] = sum over r in [0, rows) of x[r * cols + j], in double, in
+// increasing r, as the plain reduction in core/ops/reduce.cpp sums it: the
+// same bits, read row by row.
+template <typename T>
+void column_sum(const T* x, int64_t rows, int64_t cols, T* out);
+
 // cross_entropy (kernels/cross_entropy.cpp): cross_entropy_forward_rows and
 // cross_entropy_backward_rows of core/ops/cross_entropy.h, the same loops
 // compiled for AVX2 too: the same bits. T is float or double.
@@ -123,6 +130,44 @@ Tensor dropout(const Tensor& x, double p, Generator* generator);
 // same generator state.
 Tensor scaled_dot_product_attention(const AttentionCall& call, const Tensor& query, const Tensor& key,
                                     const Tensor& value, Generator* generator);
+
+// bernoulli_ on a contiguous tensor (kernels/bernoulli.cpp): data[i] =
+// value where u53_i < threshold, else 0, for i in [0, n), u53_i the low 53
+// bits of the i-th pair of the generator's words (the first the high half):
+// the draws, the values and the generator's final state of the plain loop
+// in core/random/distributions.cpp. T is float, double, int64_t or bool.
+template <typename T>
+void bernoulli_fill(T* data, int64_t n, uint64_t threshold, T value, Generator& gen);
+
+// The generator's two loops over its state (kernels/mersenne.cpp): the
+// twist that regenerates the 624 words in place, and the tempering of n
+// words (out[i] = temper(in[i])), as Generator::twist and random_words in
+// core/random/generator.cpp compute them: the same words.
+void mt19937_twist(uint32_t* state);
+void mt19937_temper(const uint32_t* in, uint32_t* out, int64_t n);
+
+} // namespace fast
+
+// The scalars of one AdamW step (nn/optim.cpp), each already in the
+// parameter's dtype.
+template <typename T>
+struct AdamWScalars {
+    T decay; // 1 - lr * weight_decay
+    T beta1, one_minus_beta1;
+    T beta2, one_minus_beta2;
+    T bias_correction2_sqrt;
+    T eps;
+    T neg_step_size; // -lr / bias_correction1
+};
+
+namespace fast {
+
+// AdamW's update of one parameter (kernels/adamw.cpp): n elements of param,
+// exp_avg and exp_avg_sq updated in place from grad; the loop of
+// nn/optim.cpp, compiled for AVX2 too and split between threads: the same
+// bits.
+template <typename T>
+void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n, const AdamWScalars<T>& s);
 
 // Storage's buffers (kernels/buffer_cache.cpp): a cache that keeps released
 // buffers and hands each to the next request of its size class, instead of

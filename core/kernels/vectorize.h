@@ -1,7 +1,7 @@
 // EMBER_VECTOR_CLONES: compile a function twice, for baseline x86-64 and for
 // AVX2, and run the AVX2 copy on CPUs that have it (GCC's target_clones).
 // Both copies give the same bits. Only the fast kernels of this folder use
-// it; a reference build (-Dkernels=reference) makes no copies. Private.
+// it (a reference build, -Dkernels=reference, compiles none of them). Private.
 // Tests: tests/test_kernels.cpp runs the copies against the plain loops.
 #pragma once
 
@@ -23,8 +23,7 @@
 // EMBER_VECTOR_CLONES_512 adds a third copy for AVX-512 (16 floats per
 // vector), for loops that measured faster with it (fused attention's).
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
-    !defined(EMBER_REFERENCE_KERNELS)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__)
 #define EMBER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #define EMBER_VECTOR_CLONES_512 __attribute__((target_clones("avx512f", "avx2", "default")))
 #else

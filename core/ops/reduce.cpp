@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/column_sum.h"
 #include "core/kernels/dispatch.h"
 #include "core/loops/arithmetic.h"
 #include "core/loops/map.h"
@@ -118,7 +117,8 @@ using SumAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 // True when x is contiguous and every reduced dim comes before every kept
 // one (dims of size 1 aside): x is then g.inner rows of g.outer elements and
 // output o sums column o. A bias gradient, dout summed over (B,T), is one,
-// which core/kernels/column_sum.h sums faster, with the same bits.
+// which the fast fast::column_sum (core/kernels/column_sum.cpp) sums faster,
+// with the same bits.
 bool sums_leading_rows(const Tensor& x, const ReduceGeometry& g) {
     if (!x.is_contiguous() || g.outer < 2 || g.inner < 2) return false;
     int64_t kept_extent = 1, reduced_stride = INT64_MAX;
@@ -135,11 +135,13 @@ Tensor sum_kernel(const Tensor& x, const Shape& dims, bool keepdim, DType dtype)
     Tensor cx = converted(x, dtype);
     ReduceGeometry g = reduce_geometry(cx, dims, keepdim, "sum");
     Tensor out = empty_for("sum", g.out_shape, dtype);
-    if (is_floating(dtype) && sums_leading_rows(cx, g) && use_fast_kernels()) {
-        dispatch_floating(dtype, "sum", [&]<typename T>(TypeTag<T>) {
-            column_sum(data_of<T>(cx), g.inner, g.outer, out.data_ptr<T>());
-        });
-        return out;
+    if constexpr (kFastKernelsBuilt) {
+        if (is_floating(dtype) && sums_leading_rows(cx, g) && use_fast_kernels()) {
+            dispatch_floating(dtype, "sum", [&]<typename T>(TypeTag<T>) {
+                fast::column_sum(data_of<T>(cx), g.inner, g.outer, out.data_ptr<T>());
+            });
+            return out;
+        }
     }
     dispatch_numeric(dtype, "sum", [&]<typename T>(TypeTag<T>) {
         using Acc = SumAcc<T>;

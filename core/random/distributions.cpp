@@ -11,7 +11,6 @@
 #include <type_traits>
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/bernoulli.h"
 #include "core/kernels/dispatch.h"
 #include "core/loops/arithmetic.h"
 #include "core/ops/ops.h"
@@ -170,9 +169,9 @@ Tensor& Tensor::bernoulli_(double p, Generator* generator) {
     const uint64_t threshold = bernoulli_threshold(p);
     Generator& gen = generator_or_default(generator);
     dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
-        if (is_contiguous() && use_fast_kernels()) {
-            bernoulli_fill_contiguous(data_ptr<T>(), numel(), threshold, T(1), gen);
-            return;
+        if constexpr (kFastKernelsBuilt) {
+            if (is_contiguous() && use_fast_kernels())
+                return fast::bernoulli_fill(data_ptr<T>(), numel(), threshold, T(1), gen);
         }
         const uint64_t low53 = (uint64_t{1} << 53) - 1;
         for_each_in_memory_order<T>(*this, [&](T& x) { x = (gen.random64() & low53) < threshold ? T(1) : T(0); });
