@@ -138,10 +138,14 @@ std::shared_ptr<Node> gradient_edge(const Tensor& tensor) {
     return acc;
 }
 
-void attach(const Tensor& out, std::string name, const std::vector<Tensor>& inputs, BackwardFn backward) {
+void attach(const Tensor& out, std::shared_ptr<Node> node) {
     TensorImpl* impl = out.impl();
-    impl->grad_fn = std::make_shared<FunctionNode>(std::move(name), inputs, std::move(backward));
+    impl->grad_fn = std::move(node);
     impl->requires_grad = true;
+}
+
+void attach(const Tensor& out, std::string name, const std::vector<Tensor>& inputs, BackwardFn backward) {
+    attach(out, std::make_shared<FunctionNode>(std::move(name), inputs, std::move(backward)));
 }
 
 void check_inplace(const Tensor& self, const char* op, bool result_needs_grad) {

@@ -211,14 +211,7 @@ Operand<T> operand(const Tensor& t, const Shape& batch, int64_t rows, int64_t co
     Operand<T> op{data_of<T>(t), {}, strides[strides.size() - 2], strides.back()};
     const int64_t count = shape_numel(batch);
     op.offset.resize(static_cast<size_t>(count));
-    for (int64_t s = 0; s < count; ++s) { // the slice's index in each batch dim, the last fastest
-        int64_t rest = s, off = 0;
-        for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
-            off += (rest % batch[d]) * strides[d];
-            rest /= batch[d];
-        }
-        op.offset[s] = off;
-    }
+    for (int64_t s = 0; s < count; ++s) op.offset[s] = offset_of(s, batch, std::span(strides).first(batch.size()));
     return op;
 }
 

@@ -18,6 +18,7 @@
 
 #include "core/kernels/dispatch.h"
 #include "core/kernels/vectorize.h"
+#include "core/loops/iter.h"
 #include "core/loops/parallel.h"
 
 namespace ember::internal {
@@ -73,19 +74,18 @@ struct MaskRows {
         if (!m.defined()) return;
         data = m.data_ptr<bool>();
         step = m.strides().back();
-        struct Dim {
-            int64_t rows_per_step, size, stride;
-        };
-        std::vector<Dim> dims; // the dims that move, innermost first
-        int64_t rows = 1;
-        for (int64_t d = m.dim() - 2; d >= 0; --d) {
-            if (m.strides()[d] != 0) dims.push_back({rows, m.shape()[d], m.strides()[d]});
+        // The period: the rows that the outermost leading dim that moves
+        // spans, with the dims inside it; the dims outside it are broadcast.
+        const int64_t lead = m.dim() - 1;
+        int64_t period = 1, rows = 1, outer = lead;
+        for (int64_t d = lead - 1; d >= 0; --d) {
             rows *= m.shape()[d];
+            if (m.strides()[d] != 0) period = rows, outer = d;
         }
-        const int64_t period = dims.empty() ? 1 : dims.back().rows_per_step * dims.back().size;
-        offsets.assign(static_cast<size_t>(period), 0);
-        for (int64_t r = 0; r < period; ++r)
-            for (const Dim& d : dims) offsets[r] += r / d.rows_per_step % d.size * d.stride;
+        const std::span<const int64_t> shape(m.shape().data() + outer, lead - outer);
+        const std::span<const int64_t> strides(m.strides().data() + outer, lead - outer);
+        offsets.resize(static_cast<size_t>(period));
+        for (int64_t r = 0; r < period; ++r) offsets[r] = offset_of(r, shape, strides);
     }
     int64_t period() const { return static_cast<int64_t>(offsets.size()); }
 

@@ -10,6 +10,7 @@
 
 #include "core/autograd/autograd.h"
 #include "core/kernels/dispatch.h"
+#include "core/loops/iter.h"
 #include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
@@ -62,6 +63,15 @@ void plain(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool accu
     });
 }
 
+// The definition, or the fast kernels when they are on (core/kernels/dispatch.h).
+template <typename T>
+void plain_or_fast(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool accumulate) {
+    if constexpr (kFastKernelsBuilt) {
+        if (use_fast_kernels()) return fast::gemm(a, b, c, accumulate);
+    }
+    plain(a, b, c, accumulate);
+}
+
 } // namespace
 
 void gemm_plain(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
@@ -72,22 +82,10 @@ void gemm_plain(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<
 }
 
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
-    if constexpr (kFastKernelsBuilt) {
-        if (use_fast_kernels()) {
-            fast::gemm(a, b, c, accumulate);
-            return;
-        }
-    }
-    plain(a, b, c, accumulate);
+    plain_or_fast(a, b, c, accumulate);
 }
 void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate) {
-    if constexpr (kFastKernelsBuilt) {
-        if (use_fast_kernels()) {
-            fast::gemm(a, b, c, accumulate);
-            return;
-        }
-    }
-    plain(a, b, c, accumulate);
+    plain_or_fast(a, b, c, accumulate);
 }
 
 } // namespace internal
@@ -116,17 +114,12 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b) {
     const int64_t nbatch = shape_numel(batch);
     const int64_t nb = static_cast<int64_t>(batch.size());
 
-    // Slice i's matrices start where batch index i, decomposed over the
-    // broadcast batch dims, meets each operand's strides (0 where broadcast).
+    // Slice i's matrices start at batch index i over the broadcast batch
+    // dims, through each operand's batch strides (0 where broadcast).
     std::vector<int64_t> a_at(static_cast<size_t>(nbatch)), b_at(static_cast<size_t>(nbatch));
     for (int64_t i = 0; i < nbatch; ++i) {
-        int64_t rest = i;
-        for (int64_t d = nb - 1; d >= 0; --d) {
-            const int64_t coord = rest % batch[d];
-            rest /= batch[d];
-            a_at[i] += coord * sa[d];
-            b_at[i] += coord * sb[d];
-        }
+        a_at[i] = offset_of(i, batch, std::span(sa).first(nb));
+        b_at[i] = offset_of(i, batch, std::span(sb).first(nb));
     }
     dispatch_floating(a.dtype(), "matmul", [&]<typename T>(TypeTag<T>) {
         const T* pa = data_of<T>(a);

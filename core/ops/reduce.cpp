@@ -98,14 +98,8 @@ void reduce_kernel(const Tensor& x, const ReduceGeometry& g, Acc init, Fold fold
     }
     parallel_for(0, g.outer, grain_for(g.inner), [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) {
-            // The offset of output o's first reduced element: o decomposed
-            // over the kept dims, times their strides.
-            int64_t offset = 0, rest = o;
-            for (int64_t d = static_cast<int64_t>(g.kept_shape.size()) - 1; d >= 0; --d) {
-                offset += (rest % g.kept_shape[d]) * g.kept_strides[d];
-                rest /= g.kept_shape[d];
-            }
-            store(o, fold_range(data + offset, 0, g.inner));
+            // Output o's first reduced element: o over the kept dims.
+            store(o, fold_range(data + offset_of(o, g.kept_shape, g.kept_strides), 0, g.inner));
         }
     });
 }
@@ -282,16 +276,12 @@ Tensor scatter_along_dim(const Tensor& dout, const Tensor& indices, int64_t dim,
         const T* pd = d.data_ptr<T>();
         const int64_t* pi = idx.data_ptr<int64_t>();
         // Element o of dout lands at o's coordinates with the one along dim
-        // replaced by its index.
-        for (int64_t o = 0; o < d.numel(); ++o) {
-            int64_t offset = 0, rest = o;
-            for (int64_t k = static_cast<int64_t>(index_shape.size()) - 1; k >= 0; --k) {
-                int64_t coord = rest % index_shape[k];
-                rest /= index_shape[k];
-                offset += (k == dim ? pi[o] : coord) * dx.strides()[k];
-            }
-            px[offset] += pd[o];
-        }
+        // replaced by its index: the offset of o's coordinates without dim,
+        // plus the index times dim's stride.
+        Shape other_strides = dx.strides();
+        other_strides[dim] = 0;
+        for (int64_t o = 0; o < d.numel(); ++o)
+            px[offset_of(o, index_shape, other_strides) + pi[o] * dx.strides()[dim]] += pd[o];
     });
     return dx;
 }

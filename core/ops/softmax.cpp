@@ -12,6 +12,7 @@
 
 #include "core/autograd/autograd.h"
 #include "core/kernels/dispatch.h"
+#include "core/loops/iter.h"
 #include "core/loops/parallel.h"
 #include "core/ops/ops.h"
 #include "core/tensor/internal.h"
@@ -110,17 +111,13 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
 
 namespace {
 
-// Row r of a mask expanded to x's shape (..., n): r decomposed over the
-// leading dims, times the mask's strides (0 along the broadcast dims); null
+// Row r of a mask expanded to x's shape (..., n): row r over the leading
+// dims, through the mask's strides (0 along the broadcast dims); null
 // without a mask.
 const bool* mask_row(const Tensor& m, int64_t r) {
     if (!m.defined()) return nullptr;
-    int64_t offset = 0;
-    for (int64_t d = m.dim() - 2; d >= 0; --d) {
-        offset += r % m.shape()[d] * m.strides()[d];
-        r /= m.shape()[d];
-    }
-    return m.data_ptr<bool>() + offset;
+    const size_t lead = static_cast<size_t>(m.dim() - 1);
+    return m.data_ptr<bool>() + offset_of(r, std::span(m.shape()).first(lead), std::span(m.strides()).first(lead));
 }
 
 // The stride along a mask's rows (0 without one).

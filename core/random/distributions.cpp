@@ -65,22 +65,11 @@ Tensor& Tensor::uniform_(double from, double to, Generator* generator) {
 }
 
 Tensor rand(const Shape& shape, TensorOptions options, Generator* generator) {
-    check_sizes(shape, "rand");
-    DType dtype = options.dtype_or(kFloat32);
-    if (!is_floating(dtype))
-        fail<DTypeError>("rand", "makes float32 or float64 tensors, asked for ", dtype_name(dtype), " of shape ",
-                         shape);
-    Tensor out = internal::empty_for("rand", shape, dtype);
-    out.uniform_(0.0, 1.0, generator);
-    if (options.requires_grad()) out.requires_grad_(true);
-    return out;
+    return random_tensor("rand", shape, options, [&](Tensor& out) { out.uniform_(0.0, 1.0, generator); });
 }
 
 Tensor rand_like(const Tensor& other, Generator* generator) {
-    check_floating(other, "rand_like");
-    Tensor out = empty_preserving_layout(other, other.dtype(), "rand_like");
-    out.uniform_(0.0, 1.0, generator);
-    return out;
+    return random_tensor_like("rand_like", other, [&](Tensor& out) { out.uniform_(0.0, 1.0, generator); });
 }
 
 // ---- randint: random_(low, high) --------------------------------------------------------------

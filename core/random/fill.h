@@ -14,6 +14,7 @@
 
 #include "core/loops/map.h"
 #include "core/random/generator.h"
+#include "core/tensor/shape.h"
 
 namespace ember::internal {
 
@@ -35,6 +36,31 @@ bool is_non_overlapping_and_dense(const Tensor& t);
 // contiguous. randn_like, rand_like and multinomial's noise use it, because
 // the strides decide the order of the draws. `op` names the caller in errors.
 Tensor empty_preserving_layout(const Tensor& like, DType dtype, const char* op);
+
+// rand and randn: a fresh tensor of `shape` in options' dtype (float32
+// unless it says float64), filled by fill(out) (uniform_, normal_), and
+// requiring grad if options say so. `op` names the caller in errors.
+template <typename Fill>
+Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options, const Fill& fill) {
+    check_sizes(shape, op);
+    const DType dtype = options.dtype_or(kFloat32);
+    if (!is_floating(dtype))
+        fail<DTypeError>(op, "makes float32 or float64 tensors, asked for ", dtype_name(dtype), " of shape ", shape);
+    Tensor out = empty_for(op, shape, dtype);
+    fill(out);
+    if (options.requires_grad()) out.requires_grad_(true);
+    return out;
+}
+
+// rand_like and randn_like: a fresh tensor like `other` (its dtype, and its
+// strides when dense: empty_preserving_layout), filled by fill(out).
+template <typename Fill>
+Tensor random_tensor_like(const char* op, const Tensor& other, const Fill& fill) {
+    check_floating(other, op);
+    Tensor out = empty_preserving_layout(other, other.dtype(), op);
+    fill(out);
+    return out;
+}
 
 // The checks every in-place fill makes before drawing: autograd allows the
 // write, and no two elements share a memory location (an expanded tensor).
