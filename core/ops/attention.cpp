@@ -46,9 +46,9 @@ Tensor definition(const AttentionCall& c, const Tensor& q, const Tensor& k, cons
 
 } // namespace
 
-Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
-                                    std::optional<double> scale, Generator* generator) {
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& allowed,
+                                    double dropout_p, bool is_causal, std::optional<double> scale,
+                                    Generator* generator) {
     const char* name = "scaled_dot_product_attention";
     if (query.dim() < 2 || key.dim() < 2 || value.dim() < 2)
         fail<ShapeError>(name, "query, key and value need at least 2 dims (..., L, E), got ", query.shape(), ", ",
@@ -70,19 +70,19 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     Shape weights_shape = c.batch; // (..., L, S), the shape a mask must broadcast to
     weights_shape.push_back(c.L);
     weights_shape.push_back(c.S);
-    if (attn_mask.defined()) {
+    if (allowed.defined()) {
         if (is_causal)
-            fail<ValueError>(name, "takes an attn_mask or is_causal, not both (mask ", attn_mask.shape(), ")");
-        if (attn_mask.dtype() != kBool && attn_mask.dtype() != query.dtype())
-            fail<DTypeError>(name, "attn_mask must be bool or of query's dtype ", dtype_name(query.dtype()), ", got ",
-                             dtype_name(attn_mask.dtype()), " ", attn_mask.shape());
-        if (broadcast_shapes(attn_mask.shape(), weights_shape, name) != weights_shape)
-            fail<ShapeError>(name, "attn_mask ", attn_mask.shape(), " does not broadcast to the weights' shape ",
+            fail<ValueError>(name, "takes a mask (allowed) or is_causal, not both (mask ", allowed.shape(), ")");
+        if (allowed.dtype() != kBool && allowed.dtype() != query.dtype())
+            fail<DTypeError>(name, "the mask (allowed) must be bool or of query's dtype ", dtype_name(query.dtype()),
+                             ", got ", dtype_name(allowed.dtype()), " ", allowed.shape());
+        if (broadcast_shapes(allowed.shape(), weights_shape, name) != weights_shape)
+            fail<ShapeError>(name, "the mask (allowed) ", allowed.shape(), " does not broadcast to the weights' shape ",
                              weights_shape, " (query ", query.shape(), ", key ", key.shape(), ")");
-        if (attn_mask.requires_grad())
-            fail<ValueError>(name, "does not compute a gradient for attn_mask; pass attn_mask.detach()");
-        c.mask = attn_mask;
-        c.mask_kind = attn_mask.dtype() == kBool ? AttentionMask::allowed : AttentionMask::additive;
+        if (allowed.requires_grad())
+            fail<ValueError>(name, "does not compute a gradient for the mask (allowed); pass it detached");
+        c.mask = allowed;
+        c.mask_kind = allowed.dtype() == kBool ? AttentionMask::allowed : AttentionMask::additive;
     } else if (is_causal) {
         c.mask_kind = AttentionMask::causal;
     }

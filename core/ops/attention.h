@@ -10,8 +10,8 @@
 namespace ember::internal {
 
 // How the scores are masked: not at all; the causal mask (key j hidden from
-// query i when j > i); a bool attn_mask (true where a query may attend to a
-// key); or a float attn_mask added to the scores.
+// query i when j > i); a bool mask, `allowed` (true where a query may attend
+// to a key); or a float mask added to the scores.
 enum class AttentionMask { none, causal, allowed, additive };
 
 // Shapes: q (..., L, E), k (..., S, E), v (..., S, Ev) -> out (..., L, Ev),
@@ -21,7 +21,7 @@ struct AttentionCall {
     int64_t L = 0, S = 0, E = 0, Ev = 0;
     double scale = 1;
     AttentionMask mask_kind = AttentionMask::none;
-    Tensor mask; // the attn_mask, bool or of q's dtype, or undefined
+    Tensor mask; // the op's `allowed`, bool or of q's dtype, or undefined
     double dropout_p = 0;
 };
 

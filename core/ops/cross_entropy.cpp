@@ -16,7 +16,14 @@
 
 namespace ember {
 
-using namespace internal;
+using internal::check_floating;
+using internal::contiguous_data;
+using internal::cross_entropy_backward_rows;
+using internal::cross_entropy_forward_rows;
+using internal::empty_for;
+using internal::kFastKernelsBuilt;
+using internal::use_fast_kernels;
+namespace fast = internal::fast;
 
 namespace {
 

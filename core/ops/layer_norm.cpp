@@ -20,7 +20,20 @@
 
 namespace ember {
 
-using namespace internal;
+using internal::check_floating;
+using internal::contiguous_data;
+using internal::dweight_dbias_columns;
+using internal::dx_row;
+using internal::dxhat_means;
+using internal::DxhatMeans;
+using internal::empty_for;
+using internal::kFastKernelsBuilt;
+using internal::normalize_row;
+using internal::row_mean;
+using internal::row_variance;
+using internal::rstd_of;
+using internal::use_fast_kernels;
+namespace fast = internal::fast;
 
 namespace {
 

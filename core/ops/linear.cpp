@@ -14,7 +14,11 @@
 
 namespace ember {
 
-using namespace internal;
+using internal::contiguous_data;
+using internal::data_of;
+using internal::empty_for;
+using internal::gemm;
+using internal::MatrixRef;
 
 namespace {
 

@@ -92,7 +92,13 @@ void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double
 
 // ---- matmul ------------------------------------------------------------------------------
 
-using namespace internal;
+using internal::broadcast_strides;
+using internal::data_of;
+using internal::empty_for;
+using internal::for_each_gemm_slice;
+using internal::gemm;
+using internal::MatrixRef;
+using internal::offset_of;
 
 namespace {
 

@@ -20,7 +20,20 @@
 
 namespace ember {
 
-using namespace internal;
+using internal::check_floating;
+using internal::contiguous_data;
+using internal::DimSplit;
+using internal::empty_for;
+using internal::kFastKernelsBuilt;
+using internal::log_softmax_backward_row;
+using internal::offset_of;
+using internal::scaled_masked_softmax_backward_row;
+using internal::scaled_masked_softmax_row;
+using internal::softmax_backward_row;
+using internal::softmax_row;
+using internal::split_at;
+using internal::use_fast_kernels;
+namespace fast = internal::fast;
 
 namespace {
 
@@ -150,7 +163,7 @@ void masked_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, co
 
 } // namespace
 
-Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, ScaleOp op) {
+Tensor scaled_masked_softmax(const Tensor& x, const Tensor& masked_out, double scale, ScaleOp op) {
     const char* name = "scaled_masked_softmax";
     check_floating(x, name);
     if (x.dim() < 1) fail<ShapeError>(name, "needs at least one dim to take the softmax over, got ", x.shape());
@@ -161,15 +174,16 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, 
     if (!(applied > 0) || !std::isfinite(applied))
         fail<ValueError>(name, "scale must be positive and finite in ", dtype_name(x.dtype()), ", got ", scale,
                          " (input ", x.shape(), ")");
-    Tensor m; // the mask expanded to x's shape, a view
-    if (mask.defined()) {
-        if (mask.dtype() != kBool)
-            fail<DTypeError>(name, "the mask must be a bool tensor (true = masked out), got ", dtype_name(mask.dtype()),
-                             " of shape ", mask.shape(), " for input ", x.shape());
-        if (broadcast_shapes(x.shape(), mask.shape(), name) != x.shape())
-            fail<ShapeError>(name, "mask of shape ", mask.shape(), " does not broadcast to the input's shape ",
+    Tensor m; // masked_out expanded to x's shape, a view
+    if (masked_out.defined()) {
+        if (masked_out.dtype() != kBool)
+            fail<DTypeError>(name, "the mask (masked_out) must be a bool tensor, true where masked out, got ",
+                             dtype_name(masked_out.dtype()), " of shape ", masked_out.shape(), " for input ",
                              x.shape());
-        m = mask.expand(x.shape());
+        if (broadcast_shapes(x.shape(), masked_out.shape(), name) != x.shape())
+            fail<ShapeError>(name, "the mask (masked_out) of shape ", masked_out.shape(),
+                             " does not broadcast to the input's shape ", x.shape());
+        m = masked_out.expand(x.shape());
     }
     const int64_t n = x.size(-1);
     const bool divide = op == ScaleOp::divide;

@@ -16,7 +16,12 @@
 
 namespace ember {
 
-using namespace internal;
+using internal::converted;
+using internal::empty_for;
+using internal::exponential;
+using internal::map_binary;
+using internal::map_unary;
+using internal::sub_op;
 
 namespace {
 

@@ -19,7 +19,19 @@
 
 namespace ember {
 
-using namespace internal;
+using internal::bernoulli_threshold;
+using internal::cast_value;
+using internal::check_fill_target;
+using internal::check_floating;
+using internal::contiguous_data;
+using internal::finish_fill;
+using internal::for_each_in_memory_order;
+using internal::generator_or_default;
+using internal::kFastKernelsBuilt;
+using internal::random_tensor;
+using internal::random_tensor_like;
+using internal::use_fast_kernels;
+namespace fast = internal::fast;
 
 // ---- uniform: rand, uniform_ ---------------------------------------------------------------
 

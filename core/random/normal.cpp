@@ -23,7 +23,14 @@
 
 namespace ember {
 
-using namespace internal;
+using internal::check_fill_target;
+using internal::check_floating;
+using internal::data_of;
+using internal::finish_fill;
+using internal::for_each_in_memory_order;
+using internal::generator_or_default;
+using internal::random_tensor;
+using internal::random_tensor_like;
 
 namespace {
 
