@@ -8,6 +8,7 @@
 // fast kernels (tests/meson.build): a reference build has no other side.
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include <catch2/catch.hpp>
 
@@ -156,7 +157,7 @@ TEST_CASE("the Mersenne Twister's fast twist and tempering give the plain loops'
     });
 }
 
-TEST_CASE("fused attention's dropout bits: the fast draw gives the bits of the plain one", "[kernels][random]") {
+TEST_CASE("FlashAttention's dropout bits: drawn as its definition's dropout draws them", "[kernels][random]") {
     // 64 draws per word of bits, a partial last word; then the generator
     // must stand at the same word. The attention's output carries the bits.
     require_same_bits("scaled_dot_product_attention dropout", [] {
@@ -165,6 +166,93 @@ TEST_CASE("fused attention's dropout bits: the fast draw gives the bits of the p
         Tensor out = scaled_dot_product_attention(q, k, eye(37).expand({2, 3, 37, 37}), {}, 0.3, false, {}, &gen);
         return std::vector<Tensor>{out == 0, scalar_tensor(static_cast<int64_t>(gen.random()))};
     });
+}
+
+TEST_CASE("dropout's fast path gives the bits of its definition, forward and backward", "[kernels][dropout]") {
+    // The definition is x * (bernoulli(1 - p) / (1 - p)); the fast path keeps
+    // the mask as bits and multiplies through a table. The same draws, the
+    // same products, and the generator left at the same word. Sizes off the
+    // table's 8 and the words' 64; a transposed input; p near 0 and near 1.
+    manual_seed(8);
+    for (DType dtype : {kFloat32, kFloat64})
+        for (double p : {0.1, 0.5, 0.9})
+            for (bool transposed : {false, true}) {
+                Tensor x0 = randn({37, 29}, dtype) * 2, g = randn({37, 29}, dtype);
+                if (transposed) x0 = randn({29, 37}, dtype).t();
+                require_same_bits(
+                    std::string("dropout ") + dtype_name(dtype) + " p=" + std::to_string(p) +
+                        (transposed ? " transposed" : ""),
+                    [&] {
+                        Generator gen(123);
+                        Tensor x = leaf(x0);
+                        Tensor y = dropout(x, p, true, &gen);
+                        y.backward(g);
+                        return std::vector<Tensor>{y, x.grad(), scalar_tensor(static_cast<int64_t>(gen.random()))};
+                    });
+            }
+}
+
+namespace {
+
+// |fast - definition| <= rtol * max(|definition|, a tenth of the largest
+// |definition|) elementwise: relative, with a floor for entries near zero.
+void require_relative(const Tensor& fast, const Tensor& definition, double rtol, const std::string& what) {
+    const double scale = max(abs(definition)).to(kFloat64).item<double>();
+    require_close(fast, definition, {rtol, rtol * 0.1 * scale}, what);
+}
+
+} // namespace
+
+TEST_CASE("FlashAttention equals scaled_dot_product_attention's definition within rounding", "[kernels][sdpa]") {
+    // The fast kernel's online softmax sums each row's exponentials in
+    // another order than softmax does, block by block, so the two agree
+    // within rounding: 1e-5 relative in float32, 1e-12 in float64, output
+    // and every input's gradient. Rows of 40, 150 (three blocks of 64, the
+    // last partial) and 70 queries against 130 keys; key and value shared
+    // by the heads (broadcast); every kind of mask; dropout, which drops the
+    // same weights in both.
+    struct Case {
+        std::string name;
+        Shape q, kv;
+        int mask; // 0 none, 1 causal, 2 bool allowed, 3 float added
+        double p;
+    };
+    const std::vector<Case> cases = {
+        {"causal, one block", {2, 3, 40, 16}, {2, 3, 40, 16}, 1, 0.0},
+        {"causal, three blocks", {1, 2, 150, 32}, {1, 2, 150, 32}, 1, 0.0},
+        {"rectangular, no mask", {1, 2, 70, 8}, {1, 2, 130, 8}, 0, 0.0},
+        {"shared key and value heads", {2, 4, 70, 8}, {2, 1, 130, 8}, 0, 0.0},
+        {"bool mask", {1, 2, 70, 8}, {1, 2, 130, 8}, 2, 0.0},
+        {"float mask, dropout", {1, 2, 70, 8}, {1, 2, 130, 8}, 3, 0.1},
+        {"causal, dropout", {1, 2, 150, 32}, {1, 2, 150, 32}, 1, 0.2},
+    };
+    for (const Case& c : cases)
+        for (DType dtype : {kFloat32, kFloat64}) {
+            manual_seed(11);
+            Tensor q0 = randn(c.q, dtype), k0 = randn(c.kv, dtype), v0 = randn(c.kv, dtype);
+            Tensor dout = randn(c.q, dtype);
+            const int64_t L = c.q[2], S = c.kv[2];
+            // The bool mask keeps the diagonal (no row is masked whole: that gives NaN).
+            Tensor mask = c.mask == 2   ? (rand({L, S}) > 0.3) + (arange(L).unsqueeze(1) == arange(S).unsqueeze(0))
+                          : c.mask == 3 ? randn({L, S}, dtype)
+                                        : Tensor();
+            std::vector<Tensor> results[2];
+            for (int reference = 0; reference < 2; ++reference) {
+                std::optional<ReferenceKernelsGuard> guard;
+                if (reference) guard.emplace();
+                Generator gen(5);
+                Tensor q = leaf(q0), k = leaf(k0), v = leaf(v0);
+                Tensor out = scaled_dot_product_attention(q, k, v, mask, c.p, c.mask == 1, std::nullopt, &gen);
+                out.backward(dout);
+                results[reference] = {out, q.grad(), k.grad(), v.grad()};
+            }
+            const double rtol = dtype == kFloat32 ? 1e-5 : 1e-12;
+            const char* names[] = {"out", "dq", "dk", "dv"};
+            for (int i = 0; i < 4; ++i)
+                require_relative(results[0][i], results[1][i], rtol,
+                                 c.name + " " + dtype_name(dtype) + ": " + names[i]);
+            if (c.p > 0) require_equal(results[0][0] == 0, results[1][0] == 0, c.name + ": the dropped weights");
+        }
 }
 
 TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][optim]") {
