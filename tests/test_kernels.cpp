@@ -21,7 +21,7 @@ using ember::internal::ReferenceKernelsGuard;
 
 namespace {
 
-// Runs `run` with the fast kernels and with the reference loops, on 2
+// Runs `run` with the fast kernels and with the definitions, on 2
 // threads, and requires every tensor it returns to agree bit for bit.
 void require_same_bits(const std::string& what, const std::function<std::vector<Tensor>()>& run) {
     INFO(what);
@@ -278,8 +278,9 @@ TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][opt
 
 TEST_CASE("float64 batched products: the slice split gives the bits of one slice at a time", "[kernels][matmul]") {
     manual_seed(7);
-    // float64 always runs the portable gemm, so only the sharing of slices
-    // between threads differs: many small slices, and a few large ones.
+    // float64 runs the portable blocked gemm, with gemm_plain's bits: only
+    // the sharing of slices between threads differs. Many small slices, and
+    // a few large ones.
     for (auto [a_shape, b_shape] :
          {std::pair{Shape{64, 8, 16}, Shape{64, 16, 8}}, std::pair{Shape{24, 96, 64}, Shape{64, 96}},
           std::pair{Shape{2, 200, 150}, Shape{2, 150, 90}}}) {
