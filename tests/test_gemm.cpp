@@ -36,28 +36,35 @@ const std::vector<Shape3> kAwkwardShapes = {{1, 1, 1},    {1, 7, 1},     {7, 1, 
 template <typename T>
 using Kernel = void (*)(MatrixRef<const T>, MatrixRef<const T>, MatrixRef<T>, bool);
 
-// Runs `kernel` and gemm_plain on every layout (A and B transposed or not,
-// read in place) and both accumulate modes; `check` compares the results.
-template <typename T>
-void compare_with_plain(Kernel<T> kernel,
-                        const std::function<void(const std::vector<T>&, const std::vector<T>&, int64_t)>& check) {
-    for (const Shape3& s : kAwkwardShapes) {
+// Calls body(s, a, b, accumulate) for every shape of `shapes`, every layout
+// (A and B transposed or not, read in place) and both accumulate modes, in
+// one section per shape and layout; A and B hold pattern_values from `seed`.
+template <typename T, typename Body>
+void for_each_case(const std::vector<Shape3>& shapes, uint32_t seed, const Body& body) {
+    for (const Shape3& s : shapes) {
         for (int layout = 0; layout < 4; ++layout) {
-            bool ta = layout & 1, tb = layout & 2;
+            const bool ta = layout & 1, tb = layout & 2;
             DYNAMIC_SECTION(s.m << "x" << s.k << "x" << s.n << (ta ? " A^T" : "") << (tb ? " B^T" : "")) {
-                std::vector<float> af = pattern_values(s.m * s.k, 1), bf = pattern_values(s.k * s.n, 2);
+                std::vector<float> af = pattern_values(s.m * s.k, seed), bf = pattern_values(s.k * s.n, seed + 1);
                 std::vector<T> a(af.begin(), af.end()), b(bf.begin(), bf.end());
-                std::vector<T> c(s.m * s.n, T(0.5)), plain(s.m * s.n, T(0.5));
                 MatrixRef<const T> ma{a.data(), s.m, s.k, ta ? 1 : s.k, ta ? s.m : 1};
                 MatrixRef<const T> mb{b.data(), s.k, s.n, tb ? 1 : s.n, tb ? s.k : 1};
-                for (bool accumulate : {false, true}) {
-                    kernel(ma, mb, MatrixRef<T>{c.data(), s.m, s.n, s.n, 1}, accumulate);
-                    gemm_plain(ma, mb, MatrixRef<T>{plain.data(), s.m, s.n, s.n, 1}, accumulate);
-                    check(c, plain, s.k);
-                }
+                for (bool accumulate : {false, true}) body(s, ma, mb, accumulate);
             }
         }
     }
+}
+
+// Runs `kernel` and gemm_plain on every case; `check` compares the results.
+template <typename T>
+void compare_with_plain(Kernel<T> kernel,
+                        const std::function<void(const std::vector<T>&, const std::vector<T>&, int64_t)>& check) {
+    for_each_case<T>(kAwkwardShapes, 1, [&](const Shape3& s, auto ma, auto mb, bool accumulate) {
+        std::vector<T> c(s.m * s.n, T(0.5)), plain(s.m * s.n, T(0.5));
+        kernel(ma, mb, MatrixRef<T>{c.data(), s.m, s.n, s.n, 1}, accumulate);
+        gemm_plain(ma, mb, MatrixRef<T>{plain.data(), s.m, s.n, s.n, 1}, accumulate);
+        check(c, plain, s.k);
+    });
 }
 
 } // namespace
@@ -98,28 +105,18 @@ TEST_CASE("the AVX2 direct and packed kernels give identical bits", "[kernels][g
     // gemm picks the direct kernel for small products and packing for large
     // ones; both run one fused multiply-add per k in increasing order, so the
     // choice must never change a result. Also through a C with strided columns.
-    for (const Shape3& s : kAwkwardShapes) {
-        for (int layout = 0; layout < 4; ++layout) {
-            bool ta = layout & 1, tb = layout & 2;
-            DYNAMIC_SECTION(s.m << "x" << s.k << "x" << s.n << (ta ? " A^T" : "") << (tb ? " B^T" : "")) {
-                std::vector<float> a = pattern_values(s.m * s.k, 11), b = pattern_values(s.k * s.n, 12);
-                MatrixRef<const float> ma{a.data(), s.m, s.k, ta ? 1 : s.k, ta ? s.m : 1};
-                MatrixRef<const float> mb{b.data(), s.k, s.n, tb ? 1 : s.n, tb ? s.k : 1};
-                for (bool accumulate : {false, true}) {
-                    std::vector<float> direct(s.m * s.n, 0.25f), packed(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
-                    gemm_direct_avx2(ma, mb, MatrixRef<float>{direct.data(), s.m, s.n, s.n, 1}, accumulate);
-                    gemm_packed_avx2(ma, mb, MatrixRef<float>{packed.data(), s.m, s.n, s.n, 1}, accumulate);
-                    REQUIRE(direct == packed);
-                    // C stored transposed (column stride m): gemm must take the packed path
-                    // (but for A of at most kDotRows rows, whose dot products sum in another order).
-                    if (s.m <= kDotRows) continue;
-                    gemm(ma, mb, MatrixRef<float>{strided.data(), s.m, s.n, 1, s.m}, accumulate);
-                    for (int64_t i = 0; i < s.m; ++i)
-                        for (int64_t j = 0; j < s.n; ++j) REQUIRE(strided[j * s.m + i] == packed[i * s.n + j]);
-                }
-            }
-        }
-    }
+    for_each_case<float>(kAwkwardShapes, 11, [](const Shape3& s, auto ma, auto mb, bool accumulate) {
+        std::vector<float> direct(s.m * s.n, 0.25f), packed(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
+        gemm_direct_avx2(ma, mb, MatrixRef<float>{direct.data(), s.m, s.n, s.n, 1}, accumulate);
+        gemm_packed_avx2(ma, mb, MatrixRef<float>{packed.data(), s.m, s.n, s.n, 1}, accumulate);
+        REQUIRE(direct == packed);
+        // C stored transposed (column stride m): gemm must take the packed path
+        // (but for A of at most kDotRows rows, whose dot products sum in another order).
+        if (s.m <= kDotRows) return;
+        gemm(ma, mb, MatrixRef<float>{strided.data(), s.m, s.n, 1, s.m}, accumulate);
+        for (int64_t i = 0; i < s.m; ++i)
+            for (int64_t j = 0; j < s.n; ++j) REQUIRE(strided[j * s.m + i] == packed[i * s.n + j]);
+    });
 }
 
 TEST_CASE("the AVX-512 tiles give the AVX2 tiles' bits", "[kernels][gemm]") {
@@ -133,36 +130,25 @@ TEST_CASE("the AVX-512 tiles give the AVX2 tiles' bits", "[kernels][gemm]") {
     // several k blocks, partial 14-row and 32-column panels, wide C.
     std::vector<Shape3> shapes = kAwkwardShapes;
     shapes.insert(shapes.end(), {{300, 600, 70}, {29, 513, 301}, {130, 257, 4100}, {15, 40, 33}});
-    for (const Shape3& s : shapes) {
-        for (int layout = 0; layout < 4; ++layout) {
-            bool ta = layout & 1, tb = layout & 2;
-            DYNAMIC_SECTION(s.m << "x" << s.k << "x" << s.n << (ta ? " A^T" : "") << (tb ? " B^T" : "")) {
-                std::vector<float> a = pattern_values(s.m * s.k, 21), b = pattern_values(s.k * s.n, 22);
-                MatrixRef<const float> ma{a.data(), s.m, s.k, ta ? 1 : s.k, ta ? s.m : 1};
-                MatrixRef<const float> mb{b.data(), s.k, s.n, tb ? 1 : s.n, tb ? s.k : 1};
-                for (bool accumulate : {false, true}) {
-                    std::vector<float> avx2(s.m * s.n, 0.25f), avx512(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
-                    gemm_packed_avx2(ma, mb, MatrixRef<float>{avx2.data(), s.m, s.n, s.n, 1}, accumulate);
-                    gemm_packed_avx512(ma, mb, MatrixRef<float>{avx512.data(), s.m, s.n, s.n, 1}, accumulate);
-                    int64_t differ = 0;
-                    for (size_t i = 0; i < avx2.size(); ++i) differ += avx512[i] != avx2[i];
-                    REQUIRE(differ == 0);
-                    gemm_packed_avx512(ma, mb, MatrixRef<float>{strided.data(), s.m, s.n, 1, s.m}, accumulate);
-                    // C stored transposed: the edge tiles go through the local tile.
-                    for (int64_t i = 0; i < s.m; ++i)
-                        for (int64_t j = 0; j < s.n; ++j) differ += strided[j * s.m + i] != avx2[i * s.n + j];
-                    REQUIRE(differ == 0);
-                    // The direct drivers (no packing; masked 32-column tiles in AVX-512).
-                    std::vector<float> direct2(s.m * s.n, 0.25f), direct512(s.m * s.n, 0.25f);
-                    gemm_direct_avx2(ma, mb, MatrixRef<float>{direct2.data(), s.m, s.n, s.n, 1}, accumulate);
-                    gemm_direct_avx512(ma, mb, MatrixRef<float>{direct512.data(), s.m, s.n, s.n, 1}, accumulate);
-                    for (size_t i = 0; i < avx2.size(); ++i)
-                        differ += (direct2[i] != avx2[i]) + (direct512[i] != avx2[i]);
-                    REQUIRE(differ == 0);
-                }
-            }
-        }
-    }
+    for_each_case<float>(shapes, 21, [](const Shape3& s, auto ma, auto mb, bool accumulate) {
+        std::vector<float> avx2(s.m * s.n, 0.25f), avx512(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
+        gemm_packed_avx2(ma, mb, MatrixRef<float>{avx2.data(), s.m, s.n, s.n, 1}, accumulate);
+        gemm_packed_avx512(ma, mb, MatrixRef<float>{avx512.data(), s.m, s.n, s.n, 1}, accumulate);
+        int64_t differ = 0;
+        for (size_t i = 0; i < avx2.size(); ++i) differ += avx512[i] != avx2[i];
+        REQUIRE(differ == 0);
+        gemm_packed_avx512(ma, mb, MatrixRef<float>{strided.data(), s.m, s.n, 1, s.m}, accumulate);
+        // C stored transposed: the edge tiles go through the local tile.
+        for (int64_t i = 0; i < s.m; ++i)
+            for (int64_t j = 0; j < s.n; ++j) differ += strided[j * s.m + i] != avx2[i * s.n + j];
+        REQUIRE(differ == 0);
+        // The direct drivers (no packing; masked 32-column tiles in AVX-512).
+        std::vector<float> direct2(s.m * s.n, 0.25f), direct512(s.m * s.n, 0.25f);
+        gemm_direct_avx2(ma, mb, MatrixRef<float>{direct2.data(), s.m, s.n, s.n, 1}, accumulate);
+        gemm_direct_avx512(ma, mb, MatrixRef<float>{direct512.data(), s.m, s.n, s.n, 1}, accumulate);
+        for (size_t i = 0; i < avx2.size(); ++i) differ += (direct2[i] != avx2[i]) + (direct512[i] != avx2[i]);
+        REQUIRE(differ == 0);
+    });
     INFO("the dispatch picked " << (gemm_uses_avx512() ? "AVX-512" : "AVX2") << " on this CPU");
     SUCCEED();
 }

@@ -50,6 +50,17 @@ void write_in_place(const char* op, const Tensor& self, const Tensor& other, F f
     bump_version(self);
 }
 
+// self = f(self, number) for add_ and sub_ with a number. forward: self =
+// self +- other, so dself = dout: the history is unchanged but for one more
+// node that passes dout through.
+template <typename F>
+Tensor& shift_by(const char* op, const char* node, Tensor& self, Scalar other, F f) {
+    check_inplace(self, op, needs_grad(self));
+    write_in_place(op, self, scalar_tensor(other, other.result_type(self.dtype())), f);
+    if (needs_grad(self)) attach_inplace(self, node, {self}, [](const Tensor& dout) -> Grads { return {dout}; });
+    return self;
+}
+
 } // namespace
 
 Tensor& Tensor::add_(const Tensor& other) {
@@ -65,14 +76,7 @@ Tensor& Tensor::add_(const Tensor& other) {
 }
 
 Tensor& Tensor::add_(Scalar other) {
-    check_inplace(*this, "add_", needs_grad(*this));
-    write_in_place("add_", *this, scalar_tensor(other, other.result_type(dtype())),
-                   [](auto x, auto y) { return add_op(x, y); });
-    // forward: self = self + other, so dself = dout: the history is unchanged
-    // but for one more node that passes dout through.
-    if (needs_grad(*this))
-        attach_inplace(*this, "AddBackward0", {*this}, [](const Tensor& dout) -> Grads { return {dout}; });
-    return *this;
+    return shift_by("add_", "AddBackward0", *this, other, [](auto x, auto y) { return add_op(x, y); });
 }
 
 Tensor& Tensor::sub_(const Tensor& other) {
@@ -90,13 +94,7 @@ Tensor& Tensor::sub_(const Tensor& other) {
 
 Tensor& Tensor::sub_(Scalar other) {
     check_not_bool_sub("sub_", dtype());
-    check_inplace(*this, "sub_", needs_grad(*this));
-    write_in_place("sub_", *this, scalar_tensor(other, other.result_type(dtype())),
-                   [](auto x, auto y) { return sub_op(x, y); });
-    // forward: self = self - other, so dself = dout.
-    if (needs_grad(*this))
-        attach_inplace(*this, "SubBackward0", {*this}, [](const Tensor& dout) -> Grads { return {dout}; });
-    return *this;
+    return shift_by("sub_", "SubBackward0", *this, other, [](auto x, auto y) { return sub_op(x, y); });
 }
 
 Tensor& Tensor::mul_(const Tensor& other) {
