@@ -17,10 +17,10 @@
 #include "core/autograd/function.h"
 #include "core/autograd/gradcheck.h"
 
+#include "core/loops/parallel.h"
+
 #include "core/ops/ops.h"
 
 #include "core/random/generator.h"
-
-#include "core/kernels/parallel.h"
 
 #include "nn/nn.h"

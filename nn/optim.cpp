@@ -1,14 +1,13 @@
 // SGD, AdamW and clip_grad_norm_: see optim.h. SGD's update is PyTorch's
 // tensor ops, AdamW's one loop over a parameter's elements, in the
 // parameter's dtype with the scalars rounded to it as PyTorch's kernels use
-// them (its fast copy: core/kernels/adamw.h). Tests: tests/test_optim.cpp.
+// them (its fast copy: core/kernels/adamw.cpp). Tests: tests/test_optim.cpp.
 #include "nn/optim.h"
 
 #include <cmath>
 #include <limits>
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/adamw.h"
 #include "core/kernels/dispatch.h"
 #include "core/tensor/internal.h"
 
@@ -166,10 +165,12 @@ void AdamW::step() {
                 .eps = static_cast<T>(options.eps),
                 .neg_step_size = static_cast<T>(-step_size),
             };
-            // core/kernels/adamw.h: the same loop, compiled for AVX2 too and split between threads.
-            if (internal::use_fast_kernels())
-                internal::adamw_update(param, grad, exp_avg, exp_avg_sq, p.numel(), scalars);
-            else adamw_update_plain(param, grad, exp_avg, exp_avg_sq, p.numel(), scalars);
+            // core/kernels/adamw.cpp: the same loop, compiled for AVX2 too and split between threads.
+            if constexpr (internal::kFastKernelsBuilt) {
+                if (internal::use_fast_kernels())
+                    return internal::fast::adamw_update(param, grad, exp_avg, exp_avg_sq, p.numel(), scalars);
+            }
+            adamw_update_plain(param, grad, exp_avg, exp_avg_sq, p.numel(), scalars);
         });
         internal::bump_version(p);
     }

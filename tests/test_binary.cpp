@@ -163,6 +163,30 @@ TEST_CASE("in-place arithmetic writes through views and records gradients", "[bi
     require_close(w.grad(), 3 * x.detach() + 1); // d/dw = 3x + 1
 }
 
+TEST_CASE("sub_ with a number and div_ with a tensor complete PyTorch's set", "[binary][inplace]") {
+    // Values from the arithmetic: [7, 9] - 1 = [6, 8]; [6, 8] / [2, 4] = [3, 2].
+    Tensor t = tensor({7.0f, 9.0f});
+    t.sub_(1);
+    require_equal(t, tensor({6.0f, 8.0f}));
+    t.div_(tensor({2.0f, 4.0f}));
+    require_equal(t, tensor({3.0f, 2.0f}));
+    // A broadcast divisor, and a float64 0-d one rounded to float32 first.
+    Tensor u = tensor({{1.0f, 2.0f}, {3.0f, 4.0f}});
+    u.div_(tensor({2.0f, 4.0f}));
+    require_equal(u, tensor({{0.5f, 0.5f}, {1.5f, 1.0f}}));
+    // y = (x * 3) - 2, then y /= w: y = (3x - 2) / w, so
+    // dy/dx = 3 / w and dy/dw = -(3x - 2) / w^2.
+    Tensor x = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+    Tensor w = tensor({0.5, -4.0}, kFloat64).requires_grad_();
+    Tensor y = x * 3;
+    y.sub_(2);
+    y.div_(w);
+    CHECK(y.grad_fn()->name() == "DivBackward0");
+    sum(y).backward();
+    require_close(x.grad(), tensor({6.0, -0.75}, kFloat64));
+    require_close(w.grad(), tensor({-4.0, -0.25}, kFloat64)); // -(1)/0.25, -(4)/16
+}
+
 TEST_CASE("in-place arithmetic rejects what it cannot do", "[binary][inplace][errors]") {
     Tensor leaf = ones({2}).requires_grad_();
     CHECK_THROWS_AS(leaf.add_(1), AutogradError);
@@ -180,6 +204,9 @@ TEST_CASE("in-place arithmetic rejects what it cannot do", "[binary][inplace][er
     CHECK_THROWS_AS(expanded.add_(1), ValueError);
     CHECK_THROWS_AS(ones({2}, kBool) - ones({2}, kBool), DTypeError);
     CHECK_THROWS_WITH(tensor({true}).sub_(tensor({true})), Catch::Contains("[sub_]") && Catch::Contains("bool"));
+    CHECK_THROWS_WITH(tensor({true}).sub_(1), Catch::Contains("[sub_]") && Catch::Contains("bool"));
+    // True division of integers is float32, which an int64 tensor cannot hold.
+    CHECK_THROWS_WITH(ones({2}, kInt64).div_(ones({2}, kInt64)), Catch::Contains("[div_]") && Catch::Contains("int64"));
 }
 
 TEST_CASE("binary ops name the op and both shapes when they do not broadcast", "[binary][errors]") {

@@ -1,4 +1,4 @@
-// ember's float exponential (core/kernels/exponential.h) against the exponential of
+// ember's float exponential (core/loops/exponential.h) against the exponential of
 // the C library in double, rounded once to float: a reference from the math,
 // good to far below a float's last bit.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "check.h"
-#include "core/kernels/exponential.h"
+#include "core/loops/exponential.h"
 
 using ember::internal::exp_float;
 

@@ -1,12 +1,14 @@
-// The fast kernels of core/kernels/ against the plain loops of the op files:
-// the same bits, forward and backward, on shapes that reach every path of
-// the fast copies (short rows through the shared buffer, long rows, partial
-// blocks, masks with every broadcast pattern, rows split between threads).
-// Each case runs once with the fast kernels and once under
-// ReferenceKernelsGuard. A reference build (-Dkernels=reference) has only
-// the plain loops, and says so instead.
+// The fast kernels of core/kernels/ against the definitions they replace
+// (the plain loops and compositions of core/ops/ and core/random/): the same
+// bits, forward and backward, on shapes that reach every path of the fast
+// copies (short rows through the shared buffer, long rows, partial blocks,
+// masks with every broadcast pattern, rows split between threads); for
+// FlashAttention, within a stated tolerance. Each case runs once with the
+// fast kernels and once under ReferenceKernelsGuard. Built only with the
+// fast kernels (tests/meson.build): a reference build has no other side.
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include <catch2/catch.hpp>
 
@@ -19,7 +21,7 @@ using ember::internal::ReferenceKernelsGuard;
 
 namespace {
 
-// Runs `run` with the fast kernels and with the reference loops, on 2
+// Runs `run` with the fast kernels and with the definitions, on 2
 // threads, and requires every tensor it returns to agree bit for bit.
 void require_same_bits(const std::string& what, const std::function<std::vector<Tensor>()>& run) {
     INFO(what);
@@ -37,19 +39,12 @@ void require_same_bits(const std::string& what, const std::function<std::vector<
         require_equal(fast[i], reference[i], what + ", result " + std::to_string(i));
 }
 
-bool skip_in_reference_build() {
-    if (internal::kFastKernelsBuilt) return false;
-    WARN("skipped: a reference build (-Dkernels=reference) has no fast kernels to compare");
-    return true;
-}
-
 // A leaf with x's values that requires grad.
 Tensor leaf(const Tensor& x) { return x.detach().clone().requires_grad_(); }
 
 } // namespace
 
 TEST_CASE("softmax's fast rows give the bits of the plain loop", "[kernels][softmax]") {
-    if (skip_in_reference_build()) return;
     manual_seed(1);
     // Rows of 8 (several per buffer), 100 (one per buffer, a partial last
     // block), 300 (longer than the buffer), and many rows for two threads.
@@ -61,7 +56,6 @@ TEST_CASE("softmax's fast rows give the bits of the plain loop", "[kernels][soft
 }
 
 TEST_CASE("scaled_masked_softmax's fast rows give the bits of the plain loop", "[kernels][softmax]") {
-    if (skip_in_reference_build()) return;
     manual_seed(2);
     for (int64_t T : {8, 13, 64, 200}) {
         Tensor causal = tril(ones({T, T})) == 0;
@@ -88,7 +82,6 @@ TEST_CASE("scaled_masked_softmax's fast rows give the bits of the plain loop", "
 }
 
 TEST_CASE("layer_norm's fast rows give the bits of the plain loop", "[kernels][layer_norm]") {
-    if (skip_in_reference_build()) return;
     manual_seed(3);
     // 15 rows (one partial block of 16), 100 rows of 48 (blocks, two
     // threads), long rows; with and without weight and bias.
@@ -112,7 +105,6 @@ TEST_CASE("layer_norm's fast rows give the bits of the plain loop", "[kernels][l
 }
 
 TEST_CASE("cross_entropy's fast rows give the bits of the plain loop", "[kernels][loss]") {
-    if (skip_in_reference_build()) return;
     manual_seed(4);
     for (DType dtype : {kFloat32, kFloat64}) {
         Tensor logits = randn({300, 65}, dtype) * 3;
@@ -128,7 +120,6 @@ TEST_CASE("cross_entropy's fast rows give the bits of the plain loop", "[kernels
 }
 
 TEST_CASE("sum over leading dims: the column kernel gives the bits of the plain reduction", "[kernels][reduce]") {
-    if (skip_in_reference_build()) return;
     manual_seed(5);
     for (DType dtype : {kFloat32, kFloat64}) {
         Tensor x = randn({16, 300, 48}, dtype);
@@ -137,7 +128,6 @@ TEST_CASE("sum over leading dims: the column kernel gives the bits of the plain 
 }
 
 TEST_CASE("the fast Bernoulli fill draws the words and bits of the plain one", "[kernels][random]") {
-    if (skip_in_reference_build()) return;
     // Blocks of 2048 elements and a partial last block; after the fill the
     // generator must stand at the same word.
     for (DType dtype : {kFloat32, kFloat64, kInt64, kBool})
@@ -151,7 +141,6 @@ TEST_CASE("the fast Bernoulli fill draws the words and bits of the plain one", "
 }
 
 TEST_CASE("the Mersenne Twister's fast twist and tempering give the plain loops' words", "[kernels][random]") {
-    if (skip_in_reference_build()) return;
     // Several twists (624 words each), draws of every size through
     // random_words and random(), and the state they leave.
     require_same_bits("mt19937", [] {
@@ -168,8 +157,7 @@ TEST_CASE("the Mersenne Twister's fast twist and tempering give the plain loops'
     });
 }
 
-TEST_CASE("fused attention's dropout bits: the fast draw gives the bits of the plain one", "[kernels][random]") {
-    if (skip_in_reference_build()) return;
+TEST_CASE("FlashAttention's dropout bits: drawn as its definition's dropout draws them", "[kernels][random]") {
     // 64 draws per word of bits, a partial last word; then the generator
     // must stand at the same word. The attention's output carries the bits.
     require_same_bits("scaled_dot_product_attention dropout", [] {
@@ -180,8 +168,94 @@ TEST_CASE("fused attention's dropout bits: the fast draw gives the bits of the p
     });
 }
 
+TEST_CASE("dropout's fast path gives the bits of its definition, forward and backward", "[kernels][dropout]") {
+    // The definition is x * (bernoulli(1 - p) / (1 - p)); the fast path keeps
+    // the mask as bits and multiplies through a table. The same draws, the
+    // same products, and the generator left at the same word. Sizes off the
+    // table's 8 and the words' 64; a transposed input; p near 0 and near 1.
+    manual_seed(8);
+    for (DType dtype : {kFloat32, kFloat64})
+        for (double p : {0.1, 0.5, 0.9})
+            for (bool transposed : {false, true}) {
+                Tensor x0 = randn({37, 29}, dtype) * 2, g = randn({37, 29}, dtype);
+                if (transposed) x0 = randn({29, 37}, dtype).t();
+                require_same_bits(
+                    std::string("dropout ") + dtype_name(dtype) + " p=" + std::to_string(p) +
+                        (transposed ? " transposed" : ""),
+                    [&] {
+                        Generator gen(123);
+                        Tensor x = leaf(x0);
+                        Tensor y = dropout(x, p, true, &gen);
+                        y.backward(g);
+                        return std::vector<Tensor>{y, x.grad(), scalar_tensor(static_cast<int64_t>(gen.random()))};
+                    });
+            }
+}
+
+namespace {
+
+// |fast - definition| <= rtol * max(|definition|, a tenth of the largest
+// |definition|) elementwise: relative, with a floor for entries near zero.
+void require_relative(const Tensor& fast, const Tensor& definition, double rtol, const std::string& what) {
+    const double scale = max(abs(definition)).to(kFloat64).item<double>();
+    require_close(fast, definition, {rtol, rtol * 0.1 * scale}, what);
+}
+
+} // namespace
+
+TEST_CASE("FlashAttention equals scaled_dot_product_attention's definition within rounding", "[kernels][sdpa]") {
+    // The fast kernel's online softmax sums each row's exponentials in
+    // another order than softmax does, block by block, so the two agree
+    // within rounding: 1e-5 relative in float32, 1e-12 in float64, output
+    // and every input's gradient. Rows of 40, 150 (three blocks of 64, the
+    // last partial) and 70 queries against 130 keys; key and value shared
+    // by the heads (broadcast); every kind of mask; dropout, which drops the
+    // same weights in both.
+    struct Case {
+        std::string name;
+        Shape q, kv;
+        int mask; // 0 none, 1 causal, 2 bool allowed, 3 float added
+        double p;
+    };
+    const std::vector<Case> cases = {
+        {"causal, one block", {2, 3, 40, 16}, {2, 3, 40, 16}, 1, 0.0},
+        {"causal, three blocks", {1, 2, 150, 32}, {1, 2, 150, 32}, 1, 0.0},
+        {"rectangular, no mask", {1, 2, 70, 8}, {1, 2, 130, 8}, 0, 0.0},
+        {"shared key and value heads", {2, 4, 70, 8}, {2, 1, 130, 8}, 0, 0.0},
+        {"bool mask", {1, 2, 70, 8}, {1, 2, 130, 8}, 2, 0.0},
+        {"float mask, dropout", {1, 2, 70, 8}, {1, 2, 130, 8}, 3, 0.1},
+        {"causal, dropout", {1, 2, 150, 32}, {1, 2, 150, 32}, 1, 0.2},
+    };
+    for (const Case& c : cases)
+        for (DType dtype : {kFloat32, kFloat64}) {
+            manual_seed(11);
+            Tensor q0 = randn(c.q, dtype), k0 = randn(c.kv, dtype), v0 = randn(c.kv, dtype);
+            Tensor dout = randn(c.q, dtype);
+            const int64_t L = c.q[2], S = c.kv[2];
+            // The bool mask keeps the diagonal (no row is masked whole: that gives NaN).
+            Tensor mask = c.mask == 2   ? (rand({L, S}) > 0.3) + (arange(L).unsqueeze(1) == arange(S).unsqueeze(0))
+                          : c.mask == 3 ? randn({L, S}, dtype)
+                                        : Tensor();
+            std::vector<Tensor> results[2];
+            for (int reference = 0; reference < 2; ++reference) {
+                std::optional<ReferenceKernelsGuard> guard;
+                if (reference) guard.emplace();
+                Generator gen(5);
+                Tensor q = leaf(q0), k = leaf(k0), v = leaf(v0);
+                Tensor out = scaled_dot_product_attention(q, k, v, mask, c.p, c.mask == 1, std::nullopt, &gen);
+                out.backward(dout);
+                results[reference] = {out, q.grad(), k.grad(), v.grad()};
+            }
+            const double rtol = dtype == kFloat32 ? 1e-5 : 1e-12;
+            const char* names[] = {"out", "dq", "dk", "dv"};
+            for (int i = 0; i < 4; ++i)
+                require_relative(results[0][i], results[1][i], rtol,
+                                 c.name + " " + dtype_name(dtype) + ": " + names[i]);
+            if (c.p > 0) require_equal(results[0][0] == 0, results[1][0] == 0, c.name + ": the dropped weights");
+        }
+}
+
 TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][optim]") {
-    if (skip_in_reference_build()) return;
     manual_seed(6);
     for (DType dtype : {kFloat32, kFloat64}) {
         Tensor w0 = randn({300, 200}, dtype), b0 = randn({7}, dtype);
@@ -203,10 +277,10 @@ TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][opt
 }
 
 TEST_CASE("float64 batched products: the slice split gives the bits of one slice at a time", "[kernels][matmul]") {
-    if (skip_in_reference_build()) return;
     manual_seed(7);
-    // float64 always runs the portable gemm, so only the sharing of slices
-    // between threads differs: many small slices, and a few large ones.
+    // float64 runs the portable blocked gemm, with gemm_plain's bits: only
+    // the sharing of slices between threads differs. Many small slices, and
+    // a few large ones.
     for (auto [a_shape, b_shape] :
          {std::pair{Shape{64, 8, 16}, Shape{64, 16, 8}}, std::pair{Shape{24, 96, 64}, Shape{64, 96}},
           std::pair{Shape{2, 200, 150}, Shape{2, 150, 90}}}) {

@@ -1,19 +1,18 @@
-// matmul (core/ops/matmul.cpp) and its kernels (core/kernels/gemm.cpp): PyTorch's values
-// and gradients for every rank combination, the blocked kernel against the
-// plain reference on awkward shapes and layouts, thread-count independence,
-// and the errors.
+// matmul and linear (core/ops/matmul.cpp, core/ops/linear.cpp): PyTorch's
+// values and gradients for every rank combination, gemm's definition against
+// the sum written out, operands read in place, thread-count independence,
+// and the errors. The fast kernels behind gemm: tests/test_gemm.cpp.
 #include <catch2/catch.hpp>
 
 #include "check.h"
-#include "core/kernels/dispatch.h"
-#include "core/kernels/gemm.h"
-#include "core/kernels/gemm_packed.h"
+#include "core/ops/matmul.h"
 
 #include <functional>
 
 using namespace ember;
 using namespace ember::testing;
-using namespace ember::internal;
+using ember::internal::gemm_plain;
+using ember::internal::MatrixRef;
 
 namespace {
 
@@ -51,16 +50,6 @@ const std::vector<OpCase>& linear_cases() {
     return all;
 }
 
-// A deterministic pseudo-random float matrix (values in [-1, 1)).
-std::vector<float> pattern(int64_t n, uint32_t seed) {
-    std::vector<float> v(n);
-    for (int64_t i = 0; i < n; ++i) {
-        seed = seed * 1664525u + 1013904223u;
-        v[i] = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.0f;
-    }
-    return v;
-}
-
 } // namespace
 
 TEST_CASE("matmul matches PyTorch's values and gradients", "[matmul]") { check_cases(fixtures("matmul"), cases()); }
@@ -80,147 +69,39 @@ TEST_CASE("large products through the blocked kernel match PyTorch", "[matmul]")
     require_close(matmul(c.t(), d), fixtures("matmul").tensor("large.transposed.out"), {1e-5, 1e-5});
 }
 
-namespace {
-
-struct Shape3 {
-    int64_t m, k, n;
-};
-// Beside sizes around the kernels' tiles (6 x 16) and blocks (256 deep):
-// C 8 wide and a last panel 5 to 8 wide (the 8-column tile), 1 to 4 wide
-// (the thin-edge kernel: 19, 65, 17, 1, 2, 3), and B more than 8 wide when
-// the direct driver copies a transposed B in 8x8 blocks.
-const std::vector<Shape3> kAwkwardShapes = {{1, 1, 1},    {1, 7, 1},     {7, 1, 5},      {13, 17, 19},  {64, 64, 64},
-                                            {65, 65, 65}, {97, 300, 31}, {257, 31, 300}, {3, 513, 2},   {300, 2, 1},
-                                            {6, 256, 16}, {7, 257, 17},  {1, 600, 700},  {700, 600, 1}, {200, 9000, 3},
-                                            {8, 8, 8},    {9, 20, 8},    {17, 33, 70},   {30, 41, 22}};
-
-// Runs gemm and gemm_reference on every layout (A and B transposed or not,
-// read in place) and both accumulate modes; `check` compares the results.
-void compare_with_reference(
-    const std::function<void(const std::vector<float>&, const std::vector<float>&, int64_t)>& check) {
-    for (const Shape3& s : kAwkwardShapes) {
+// gemm's definition on awkward shapes (1x1, primes, around the fast
+// kernels' tiles and blocks) and every layout, against the sum written out:
+// each element summed in increasing k from its start value, rounding after
+// every multiply and add. The fast kernels are compared with gemm_plain in
+// tests/test_gemm.cpp.
+TEST_CASE("gemm's definition sums each element in increasing k", "[matmul][gemm]") {
+    struct Shape3 {
+        int64_t m, k, n;
+    };
+    for (const Shape3& s : {Shape3{1, 1, 1}, Shape3{7, 1, 5}, Shape3{13, 17, 19}, Shape3{65, 65, 65}, Shape3{3, 513, 2},
+                            Shape3{300, 2, 1}, Shape3{17, 33, 70}}) {
         for (int layout = 0; layout < 4; ++layout) {
-            bool ta = layout & 1, tb = layout & 2;
-            DYNAMIC_SECTION(s.m << "x" << s.k << "x" << s.n << (ta ? " A^T" : "") << (tb ? " B^T" : "")) {
-                std::vector<float> a = pattern(s.m * s.k, 1), b = pattern(s.k * s.n, 2);
-                std::vector<float> c(s.m * s.n, 0.5f), ref(s.m * s.n, 0.5f);
-                MatrixRef<const float> ma{a.data(), s.m, s.k, ta ? 1 : s.k, ta ? s.m : 1};
-                MatrixRef<const float> mb{b.data(), s.k, s.n, tb ? 1 : s.n, tb ? s.k : 1};
-                for (bool accumulate : {false, true}) {
-                    gemm(ma, mb, MatrixRef<float>{c.data(), s.m, s.n, s.n, 1}, accumulate);
-                    gemm_reference(ma, mb, MatrixRef<float>{ref.data(), s.m, s.n, s.n, 1}, accumulate);
-                    check(c, ref, s.k);
-                }
+            const bool ta = layout & 1, tb = layout & 2;
+            std::vector<float> a = pattern_values(s.m * s.k, 1), b = pattern_values(s.k * s.n, 2);
+            MatrixRef<const float> ma{a.data(), s.m, s.k, ta ? 1 : s.k, ta ? s.m : 1};
+            MatrixRef<const float> mb{b.data(), s.k, s.n, tb ? 1 : s.n, tb ? s.k : 1};
+            for (bool accumulate : {false, true}) {
+                std::vector<float> c(s.m * s.n, 0.5f);
+                gemm_plain(ma, mb, MatrixRef<float>{c.data(), s.m, s.n, s.n, 1}, accumulate);
+                for (int64_t i = 0; i < s.m; ++i)
+                    for (int64_t j = 0; j < s.n; ++j) {
+                        float sum = accumulate ? 0.5f : 0.0f;
+                        for (int64_t p = 0; p < s.k; ++p) sum += ma.at(i, p) * mb.at(p, j);
+                        INFO(s.m << "x" << s.k << "x" << s.n << " layout " << layout << " element " << i << "," << j);
+                        REQUIRE(c[i * s.n + j] == sum);
+                    }
             }
         }
     }
-}
-
-} // namespace
-
-TEST_CASE("the portable gemm equals the reference kernel bit for bit", "[matmul][gemm]") {
-    // It sums each element in increasing k from its start value, rounding
-    // after every multiply and add, exactly like the reference loop.
-    ReferenceKernelsGuard reference;
-    compare_with_reference([](const auto& c, const auto& ref, int64_t) { REQUIRE(c == ref); });
-}
-
-TEST_CASE("the AVX2 gemm agrees with the reference within rounding error", "[matmul][gemm]") {
-    if (!gemm_uses_avx2()) {
-        WARN("skipped: the AVX2 kernel does not run here (no AVX2/FMA, or a reference build)");
-        return;
-    }
-    // The kernel fuses each multiply-add, so each of the k steps can differ
-    // by half an ulp of the running sum: about k * 2^-24 * max|sum| at most.
-    // The pattern's entries are in [-1, 1), so |sums| <= k + 0.5.
-    compare_with_reference([](const auto& c, const auto& ref, int64_t k) {
-        double bound = static_cast<double>(k + 1) * static_cast<double>(k + 1) * 0x1p-24 + 1e-6;
-        double worst = 0;
-        for (size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::abs(double(c[i]) - double(ref[i])));
-        INFO("largest difference " << worst << ", bound " << bound);
-        REQUIRE(worst <= bound);
-    });
-}
-
-TEST_CASE("the AVX2 direct and packed kernels give identical bits", "[matmul][gemm]") {
-    if (!gemm_uses_avx2()) {
-        WARN("skipped: the AVX2 kernels do not run here (no AVX2/FMA, or a reference build)");
-        return;
-    }
-    // gemm picks the direct kernel for small products and packing for large
-    // ones; both run one fused multiply-add per k in increasing order, so the
-    // choice must never change a result. Also through a C with strided columns.
-    for (const Shape3& s : kAwkwardShapes) {
-        for (int layout = 0; layout < 4; ++layout) {
-            bool ta = layout & 1, tb = layout & 2;
-            DYNAMIC_SECTION(s.m << "x" << s.k << "x" << s.n << (ta ? " A^T" : "") << (tb ? " B^T" : "")) {
-                std::vector<float> a = pattern(s.m * s.k, 11), b = pattern(s.k * s.n, 12);
-                MatrixRef<const float> ma{a.data(), s.m, s.k, ta ? 1 : s.k, ta ? s.m : 1};
-                MatrixRef<const float> mb{b.data(), s.k, s.n, tb ? 1 : s.n, tb ? s.k : 1};
-                for (bool accumulate : {false, true}) {
-                    std::vector<float> direct(s.m * s.n, 0.25f), packed(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
-                    gemm_direct_avx2(ma, mb, MatrixRef<float>{direct.data(), s.m, s.n, s.n, 1}, accumulate);
-                    gemm_packed_avx2(ma, mb, MatrixRef<float>{packed.data(), s.m, s.n, s.n, 1}, accumulate);
-                    REQUIRE(direct == packed);
-                    // C stored transposed (column stride m): gemm must take the packed path
-                    // (but for A of at most kDotRows rows, whose dot products sum in another order).
-                    if (s.m <= kDotRows) continue;
-                    gemm(ma, mb, MatrixRef<float>{strided.data(), s.m, s.n, 1, s.m}, accumulate);
-                    for (int64_t i = 0; i < s.m; ++i)
-                        for (int64_t j = 0; j < s.n; ++j) REQUIRE(strided[j * s.m + i] == packed[i * s.n + j]);
-                }
-            }
-        }
-    }
-}
-
-TEST_CASE("the AVX-512 tiles give the AVX2 tiles' bits", "[matmul][gemm]") {
-    if (!gemm_uses_avx2() || !cpu_has_avx512f()) {
-        WARN("skipped: the AVX-512 kernel does not run here (no AVX-512F, or a reference build)");
-        return;
-    }
-    // Both tiles run one fused multiply-add per k, in increasing k, from C's
-    // start value: the same bits on every shape, layout and edge, whichever
-    // of the two the dispatch picks (gemm_uses_avx512). Larger shapes too:
-    // several k blocks, partial 14-row and 32-column panels, wide C.
-    std::vector<Shape3> shapes = kAwkwardShapes;
-    shapes.insert(shapes.end(), {{300, 600, 70}, {29, 513, 301}, {130, 257, 4100}, {15, 40, 33}});
-    for (const Shape3& s : shapes) {
-        for (int layout = 0; layout < 4; ++layout) {
-            bool ta = layout & 1, tb = layout & 2;
-            DYNAMIC_SECTION(s.m << "x" << s.k << "x" << s.n << (ta ? " A^T" : "") << (tb ? " B^T" : "")) {
-                std::vector<float> a = pattern(s.m * s.k, 21), b = pattern(s.k * s.n, 22);
-                MatrixRef<const float> ma{a.data(), s.m, s.k, ta ? 1 : s.k, ta ? s.m : 1};
-                MatrixRef<const float> mb{b.data(), s.k, s.n, tb ? 1 : s.n, tb ? s.k : 1};
-                for (bool accumulate : {false, true}) {
-                    std::vector<float> avx2(s.m * s.n, 0.25f), avx512(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
-                    gemm_packed_avx2(ma, mb, MatrixRef<float>{avx2.data(), s.m, s.n, s.n, 1}, accumulate);
-                    gemm_packed_avx512(ma, mb, MatrixRef<float>{avx512.data(), s.m, s.n, s.n, 1}, accumulate);
-                    int64_t differ = 0;
-                    for (size_t i = 0; i < avx2.size(); ++i) differ += avx512[i] != avx2[i];
-                    REQUIRE(differ == 0);
-                    gemm_packed_avx512(ma, mb, MatrixRef<float>{strided.data(), s.m, s.n, 1, s.m}, accumulate);
-                    // C stored transposed: the edge tiles go through the local tile.
-                    for (int64_t i = 0; i < s.m; ++i)
-                        for (int64_t j = 0; j < s.n; ++j) differ += strided[j * s.m + i] != avx2[i * s.n + j];
-                    REQUIRE(differ == 0);
-                    // The direct drivers (no packing; masked 32-column tiles in AVX-512).
-                    std::vector<float> direct2(s.m * s.n, 0.25f), direct512(s.m * s.n, 0.25f);
-                    gemm_direct_avx2(ma, mb, MatrixRef<float>{direct2.data(), s.m, s.n, s.n, 1}, accumulate);
-                    gemm_direct_avx512(ma, mb, MatrixRef<float>{direct512.data(), s.m, s.n, s.n, 1}, accumulate);
-                    for (size_t i = 0; i < avx2.size(); ++i)
-                        differ += (direct2[i] != avx2[i]) + (direct512[i] != avx2[i]);
-                    REQUIRE(differ == 0);
-                }
-            }
-        }
-    }
-    INFO("the dispatch picked " << (gemm_uses_avx512() ? "AVX-512" : "AVX2") << " on this CPU");
-    SUCCEED();
 }
 
 TEST_CASE("matmul reads strided and broadcast operands in place", "[matmul]") {
-    std::vector<float> av = pattern(6 * 10, 3), bv = pattern(10 * 8, 4);
+    std::vector<float> av = pattern_values(6 * 10, 3), bv = pattern_values(10 * 8, 4);
     Tensor a = from_vector(av, {6, 10});
     Tensor b = from_vector(bv, {10, 8});
     Tensor expected = matmul(a.contiguous(), b.contiguous());
@@ -234,15 +115,16 @@ TEST_CASE("matmul reads strided and broadcast operands in place", "[matmul]") {
 }
 
 TEST_CASE("matmul does not depend on the thread count", "[matmul][parallel]") {
-    Tensor a = from_vector(pattern(200 * 300, 5), {200, 300});
-    Tensor b = from_vector(pattern(300 * 150, 6), {300, 150});
-    Tensor q = from_vector(pattern(64 * 16 * 16, 7), {64, 16, 16});
+    Tensor a = from_vector(pattern_values(200 * 300, 5), {200, 300});
+    Tensor b = from_vector(pattern_values(300 * 150, 6), {300, 150});
+    Tensor q = from_vector(pattern_values(64 * 16 * 16, 7), {64, 16, 16});
     // Mid-sized slices: 16 of them are shared out whole between threads, 2
     // of them each split by rows.
-    Tensor h = from_vector(pattern(16 * 96 * 48, 8), {16, 96, 48});
+    Tensor h = from_vector(pattern_values(16 * 96 * 48, 8), {16, 96, 48});
     Tensor h2 = h.slice(0, 0, 2);
     // A token's Linear: 3 rows times W^T, dot products (kDotRows), columns split.
-    Tensor x = from_vector(pattern(3 * 2000, 9), {3, 2000}), w = from_vector(pattern(500 * 2000, 10), {500, 2000});
+    Tensor x = from_vector(pattern_values(3 * 2000, 9), {3, 2000}),
+           w = from_vector(pattern_values(500 * 2000, 10), {500, 2000});
     int threads = get_num_threads();
     set_num_threads(1);
     Tensor one = matmul(a, b), bone = matmul(q, q.transpose(-2, -1));
@@ -276,10 +158,10 @@ TEST_CASE("linear gives the bits of matmul(x, W^T) + b, on any thread count", "[
     int threads = get_num_threads();
     for (const Sizes& s : {Sizes{3, 40, 70, 50}, Sizes{4, 100, 180, 180}}) {
         DYNAMIC_SECTION(s.b << "x" << s.t << "x" << s.in << " -> " << s.out) {
-            Tensor x = from_vector(pattern(s.b * s.t * s.in, 21), {s.b, s.t, s.in}).requires_grad_();
-            Tensor w = from_vector(pattern(s.out * s.in, 22), {s.out, s.in}).requires_grad_();
-            Tensor b = from_vector(pattern(s.out, 23), {s.out}).requires_grad_();
-            Tensor g = from_vector(pattern(s.b * s.t * s.out, 24), {s.b, s.t, s.out});
+            Tensor x = from_vector(pattern_values(s.b * s.t * s.in, 21), {s.b, s.t, s.in}).requires_grad_();
+            Tensor w = from_vector(pattern_values(s.out * s.in, 22), {s.out, s.in}).requires_grad_();
+            Tensor b = from_vector(pattern_values(s.out, 23), {s.out}).requires_grad_();
+            Tensor g = from_vector(pattern_values(s.b * s.t * s.out, 24), {s.b, s.t, s.out});
             (matmul(x, w.t()) + b).backward(g);
             Tensor y_ref = matmul(x, w.t()) + b;
             Tensor dx = x.grad(), dw = w.grad(), db = b.grad();

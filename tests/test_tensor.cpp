@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "check.h"
-#include "core/kernels/iter.h"
+#include "core/loops/iter.h"
 #include "core/tensor/shape.h"
 
 #include <array>
@@ -113,7 +113,7 @@ TEST_CASE("threads can be set and the setting is checked", "[tensor][parallel]")
 }
 
 TEST_CASE("for_each_run visits each element once, in row-major order, from any start", "[tensor][iter]") {
-    // Every kernel walks its operands with for_each_run (core/kernels/iter.h), each
+    // Every kernel walks its operands with for_each_run (core/loops/iter.h), each
     // thread from its own start. Expanding the runs it reports must give, for
     // every linear index in [begin, end), the offsets that index's
     // multi-index has in each operand: the definition of strides.

@@ -26,6 +26,7 @@
 #include "../examples/train/model.h"
 #include "../examples/train/run_state.h"
 #include "check.h"
+#include "core/kernels/dispatch.h"
 #include "process.h"
 
 using namespace ember;
@@ -560,9 +561,21 @@ TEST_CASE("the stage presets run the lecture's ops; the gpt stage's default, the
             auto model = train::make_model(c);
             Tensor logits = model->forward(randint(0, 7, {2, 8}));
             std::map<std::string, int> ops = testing::graph_op_counts(logits);
-            const bool fast = stage == Stage::GPT && kind == train::ModelKind::Fast;
-            CHECK(ops.count("ScaledDotProductFlashAttentionForCpuBackward0") == (fast ? 1 : 0));
-            CHECK(ops.count("SoftmaxBackward0") == (fast ? 0 : 1));
+            int heads = 0; // the lecture's Head modules
+            for (const auto& [name, m] : model->named_modules()) heads += dynamic_cast<nn::Head*>(m) != nullptr;
+            const int fused = ops["ScaledDotProductFlashAttentionForCpuBackward0"];
+            if (stage == Stage::GPT && kind == train::ModelKind::Fast) {
+                // One attention op per layer over all heads: the fused op's
+                // node, or without the fast kernels its definition's masked_fill.
+                CHECK(heads == 0);
+                CHECK(fused + ops["MaskedFillBackward0"] == 2);
+            } else {
+                // Every Head's own masked_fill and softmax: the notebook's lines.
+                CHECK(heads > 0);
+                CHECK(fused == 0);
+                CHECK(ops["MaskedFillBackward0"] == heads);
+                CHECK(ops["SoftmaxBackward0"] == heads);
+            }
         }
 }
 
@@ -615,7 +628,11 @@ TEST_CASE("the memory estimate bounds a training step's measured peak, within a 
         const double measured = static_cast<double>(memory_stats().peak_allocated - before);
         const double estimate = train::estimate_memory(config, batch, 0).total();
         CHECK(measured <= estimate);
-        CHECK(estimate <= 1.6 * measured);
+        // The factor holds for the buffer cache's counts, each buffer rounded
+        // up to its size class. A reference build has no cache and counts
+        // the bytes asked for, at most a quarter fewer: 1.6 * 1.25 there.
+        const double factor = internal::kFastKernelsBuilt ? 1.6 : 1.6 * 1.25;
+        CHECK(estimate <= factor * measured);
     }
 }
 

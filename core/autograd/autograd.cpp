@@ -1,6 +1,8 @@
-// The autograd engine and the Tensor methods that drive it. See autograd.h
-// for the design; docs/autograd.md for the derivation and a worked example.
-// Tests: tests/test_autograd.cpp.
+// The autograd engine (run_backward, first), then what it runs on: nodes,
+// saved tensors, grad mode, how ops record themselves, and the Tensor
+// methods that drive it all. See autograd.h for the design; docs/autograd.md
+// for the derivation and a worked example. The rules for in-place ops and
+// views are in inplace.cpp. Tests: tests/test_autograd.cpp.
 #include "core/autograd/autograd.h"
 
 #include <atomic>
@@ -11,6 +13,102 @@
 #include "core/ops/ops.h"
 
 namespace ember {
+
+// ---- the engine -------------------------------------------------------------------
+
+// Adds a gradient contribution into a node's pending input.
+static void accumulate(Tensor& pending, const Tensor& grad) {
+    if (!grad.defined()) return;
+    pending = pending.defined() ? add(pending, grad) : grad;
+}
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+    if (!root.requires_grad())
+        fail<AutogradError>("backward", "tensor of shape ", root.shape(),
+                            " does not require grad and has no grad_fn: nothing to differentiate "
+                            "(did you forget requires_grad_() on a parameter, or run under NoGradGuard?)");
+    Tensor dout = gradient;
+    if (!dout.defined()) {
+        if (root.numel() != 1)
+            fail<AutogradError>("backward",
+                                "grad can be implicitly created only for a scalar output, "
+                                "but the output has shape ",
+                                root.shape(), "; pass a gradient of that shape");
+        dout = ones_like(root);
+    } else if (dout.shape() != root.shape()) {
+        fail<ShapeError>("backward", "gradient has shape ", dout.shape(), " but the output has shape ", root.shape());
+    } else if (dout.dtype() != root.dtype()) {
+        dout = dout.to(root.dtype());
+    }
+
+    // Backward passes compute with plain tensors: nothing they do is recorded.
+    NoGradGuard no_grad;
+    std::shared_ptr<Node> root_node = gradient_edge(root);
+
+    // 1. Count, for every reachable node, how many edges point at it: a node
+    //    may run only once all of those have delivered their gradient. An
+    //    explicit stack instead of recursion, so any depth works.
+    std::unordered_map<Node*, int64_t> dependencies;
+    {
+        std::vector<Node*> stack{root_node.get()};
+        std::unordered_set<Node*> seen{root_node.get()};
+        while (!stack.empty()) {
+            Node* node = stack.back();
+            stack.pop_back();
+            for (const auto& next : node->next_functions()) {
+                if (!next) continue;
+                ++dependencies[next.get()];
+                if (seen.insert(next.get()).second) stack.push_back(next.get());
+            }
+        }
+    }
+
+    // 2. Run nodes whose dependencies are all met, latest-created first (a
+    //    topological order, and the order PyTorch uses). Each node's summed
+    //    input gradient waits in `pending` until it runs.
+    std::unordered_map<Node*, Tensor> pending{{root_node.get(), dout}};
+    auto later_first = [](Node* a, Node* b) { return a->sequence_nr() < b->sequence_nr(); };
+    std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
+    ready.push(root_node.get());
+
+    while (!ready.empty()) {
+        Node* node = ready.top();
+        ready.pop();
+        Tensor node_dout = std::move(pending[node]);
+        pending.erase(node);
+
+        Grads grads;
+        if (node_dout.defined()) {
+            if (auto out = node->retained_output.lock()) {
+                Tensor kept(out);
+                if (!out->grad) kept.set_grad(node_dout.clone());
+                else kept.grad().add_(node_dout);
+            }
+            grads = node->apply(node_dout);
+            if (!retain_graph) node->release();
+        }
+
+        const auto& next = node->next_functions();
+        if (!grads.empty() && grads.size() != next.size())
+            fail<AutogradError>("backward", node->name(), " returned ", grads.size(), " gradients for ", next.size(),
+                                " inputs");
+        for (size_t i = 0; i < next.size(); ++i) {
+            Node* child = next[i].get();
+            if (!child) continue;
+            if (i < grads.size() && grads[i].defined()) {
+                Tensor g = grads[i];
+                if (g.shape() != node->input_shape(i))
+                    fail<ShapeError>("backward", node->name(), " returned a gradient of shape ", g.shape(),
+                                     " for input ", i, ", which has shape ", node->input_shape(i));
+                if (g.dtype() != node->input_dtype(i)) g = g.to(node->input_dtype(i));
+                accumulate(pending[child], g);
+            } else {
+                pending.try_emplace(child); // no contribution, but the child still counts this edge
+            }
+            if (--dependencies[child] == 0) ready.push(child);
+        }
+    }
+}
 
 // ---- nodes ---------------------------------------------------------------------
 
@@ -118,12 +216,6 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
     return any;
 }
 
-void fail_stale_view(const Tensor& view) {
-    fail<AutogradError>("autograd", "a view of shape ", view.shape(),
-                        " was taken before an in-place operation changed the history of the tensor it views, "
-                        "so its own history is out of date; take the view again after the in-place operation");
-}
-
 std::shared_ptr<Node> gradient_edge(const Tensor& tensor) {
     TensorImpl* impl = tensor.impl();
     if (!impl->requires_grad) return nullptr;
@@ -138,142 +230,14 @@ std::shared_ptr<Node> gradient_edge(const Tensor& tensor) {
     return acc;
 }
 
-void attach(const Tensor& out, std::string name, const std::vector<Tensor>& inputs, BackwardFn backward) {
+void attach(const Tensor& out, std::shared_ptr<Node> node) {
     TensorImpl* impl = out.impl();
-    impl->grad_fn = std::make_shared<FunctionNode>(std::move(name), inputs, std::move(backward));
-    impl->requires_grad = true;
-}
-
-void check_inplace(const Tensor& self, const char* op, bool result_needs_grad) {
-    if (!GradMode::is_enabled()) return;
-    check_view_history(self);
-    const TensorImpl* base = self.impl()->view_base.get();
-    if ((self.is_leaf() && self.requires_grad()) || (base && !base->grad_fn && base->requires_grad))
-        fail<AutogradError>(op, "a leaf tensor of shape ", self.shape(),
-                            " that requires grad (or a view of one) cannot be modified in place (it would change "
-                            "what its gradient means); do it inside a NoGradGuard, or use the out-of-place form");
-    if (result_needs_grad && self.impl()->view_base)
-        fail<AutogradError>(op, "in-place operation on a view of shape ", self.shape(),
-                            " inside the graph: ember cannot rewrite the history of the tensor it views; "
-                            "use the out-of-place form");
-}
-
-void attach_inplace(const Tensor& self, std::string name, const std::vector<Tensor>& inputs, BackwardFn backward) {
-    // Build the node first: its edges read self's old history.
-    auto node = std::make_shared<FunctionNode>(std::move(name), inputs, std::move(backward));
-    TensorImpl* impl = self.impl();
-    // A retain_grad() on self follows self to its new history.
-    if (impl->grad_fn && impl->grad_fn->retained_output.lock().get() == impl) {
-        node->retained_output = self.impl_ptr();
-        impl->grad_fn->retained_output.reset();
-    }
     impl->grad_fn = std::move(node);
     impl->requires_grad = true;
-    // Views of self taken before now still hold the old history: mark them stale.
-    self.storage()->bump_history_version();
-    impl->view_history_version = self.storage()->history_version();
 }
 
-void record_overwrite(const Tensor& self, const char* grad_name) {
-    if (!GradMode::is_enabled() || !self.requires_grad() || self.is_leaf()) return;
-    // forward: self = values independent of its past, so dself_old = 0.
-    attach_inplace(self, grad_name, {self}, [](const Tensor& dout) -> Grads { return {zeros_like(dout)}; });
-}
-
-// ---- the engine -------------------------------------------------------------------
-
-// Adds a gradient contribution into a node's pending input.
-static void accumulate(Tensor& pending, const Tensor& grad) {
-    if (!grad.defined()) return;
-    pending = pending.defined() ? add(pending, grad) : grad;
-}
-
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
-    if (!root.requires_grad())
-        fail<AutogradError>("backward", "tensor of shape ", root.shape(),
-                            " does not require grad and has no grad_fn: nothing to differentiate "
-                            "(did you forget requires_grad_() on a parameter, or run under NoGradGuard?)");
-    Tensor dout = gradient;
-    if (!dout.defined()) {
-        if (root.numel() != 1)
-            fail<AutogradError>("backward",
-                                "grad can be implicitly created only for a scalar output, "
-                                "but the output has shape ",
-                                root.shape(), "; pass a gradient of that shape");
-        dout = ones_like(root);
-    } else if (dout.shape() != root.shape()) {
-        fail<ShapeError>("backward", "gradient has shape ", dout.shape(), " but the output has shape ", root.shape());
-    } else if (dout.dtype() != root.dtype()) {
-        dout = dout.to(root.dtype());
-    }
-
-    // Backward passes compute with plain tensors: nothing they do is recorded.
-    NoGradGuard no_grad;
-    std::shared_ptr<Node> root_node = gradient_edge(root);
-
-    // 1. Count, for every reachable node, how many edges point at it: a node
-    //    may run only once all of those have delivered their gradient. An
-    //    explicit stack instead of recursion, so any depth works.
-    std::unordered_map<Node*, int64_t> dependencies;
-    {
-        std::vector<Node*> stack{root_node.get()};
-        std::unordered_set<Node*> seen{root_node.get()};
-        while (!stack.empty()) {
-            Node* node = stack.back();
-            stack.pop_back();
-            for (const auto& next : node->next_functions()) {
-                if (!next) continue;
-                ++dependencies[next.get()];
-                if (seen.insert(next.get()).second) stack.push_back(next.get());
-            }
-        }
-    }
-
-    // 2. Run nodes whose dependencies are all met, latest-created first (a
-    //    topological order, and the order PyTorch uses). Each node's summed
-    //    input gradient waits in `pending` until it runs.
-    std::unordered_map<Node*, Tensor> pending{{root_node.get(), dout}};
-    auto later_first = [](Node* a, Node* b) { return a->sequence_nr() < b->sequence_nr(); };
-    std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
-    ready.push(root_node.get());
-
-    while (!ready.empty()) {
-        Node* node = ready.top();
-        ready.pop();
-        Tensor node_dout = std::move(pending[node]);
-        pending.erase(node);
-
-        Grads grads;
-        if (node_dout.defined()) {
-            if (auto out = node->retained_output.lock()) {
-                Tensor kept(out);
-                if (!out->grad) kept.set_grad(node_dout.clone());
-                else kept.grad().add_(node_dout);
-            }
-            grads = node->apply(node_dout);
-            if (!retain_graph) node->release();
-        }
-
-        const auto& next = node->next_functions();
-        if (!grads.empty() && grads.size() != next.size())
-            fail<AutogradError>("backward", node->name(), " returned ", grads.size(), " gradients for ", next.size(),
-                                " inputs");
-        for (size_t i = 0; i < next.size(); ++i) {
-            Node* child = next[i].get();
-            if (!child) continue;
-            if (i < grads.size() && grads[i].defined()) {
-                Tensor g = grads[i];
-                if (g.shape() != node->input_shape(i))
-                    fail<ShapeError>("backward", node->name(), " returned a gradient of shape ", g.shape(),
-                                     " for input ", i, ", which has shape ", node->input_shape(i));
-                if (g.dtype() != node->input_dtype(i)) g = g.to(node->input_dtype(i));
-                accumulate(pending[child], g);
-            } else {
-                pending.try_emplace(child); // no contribution, but the child still counts this edge
-            }
-            if (--dependencies[child] == 0) ready.push(child);
-        }
-    }
+void attach(const Tensor& out, std::string name, const std::vector<Tensor>& inputs, BackwardFn backward) {
+    attach(out, std::make_shared<FunctionNode>(std::move(name), inputs, std::move(backward)));
 }
 
 // ---- Tensor's autograd methods -------------------------------------------------------

@@ -108,23 +108,32 @@ private:
     uint64_t version_ = 0;
 };
 
-// Whether ops record the graph. On by default; NoGradGuard turns it off for a
-// scope (optimizer steps, evaluation), like torch.no_grad().
+// Whether ops record the graph (per thread). On by default; NoGradGuard
+// turns it off for a scope (optimizer steps, evaluation), like
+// torch.no_grad().
 class GradMode {
 public:
     static bool is_enabled();
     static void set_enabled(bool enabled);
 };
 
-class NoGradGuard {
+// Grad mode set to `enabled` for a scope, then back to what it was:
+// PyTorch's AutoGradMode. { AutoGradMode grad(true); ... } records even
+// inside a backward pass (activation checkpointing does).
+class AutoGradMode {
 public:
-    NoGradGuard() : previous_(GradMode::is_enabled()) { GradMode::set_enabled(false); }
-    ~NoGradGuard() { GradMode::set_enabled(previous_); }
-    NoGradGuard(const NoGradGuard&) = delete;
-    NoGradGuard& operator=(const NoGradGuard&) = delete;
+    explicit AutoGradMode(bool enabled) : previous_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
+    ~AutoGradMode() { GradMode::set_enabled(previous_); }
+    AutoGradMode(const AutoGradMode&) = delete;
+    AutoGradMode& operator=(const AutoGradMode&) = delete;
 
 private:
     bool previous_;
+};
+
+// Recording off for a scope, as torch.no_grad(): { NoGradGuard no_grad; ... }
+struct NoGradGuard : AutoGradMode {
+    NoGradGuard() : AutoGradMode(false) {}
 };
 
 // ---- for op implementations -------------------------------------------------
@@ -148,7 +157,10 @@ bool needs_grad(const Ts&... inputs) {
 }
 bool needs_grad(const std::vector<Tensor>& inputs);
 
-// Makes `out` (a fresh result) the output of a new FunctionNode over `inputs`.
+// Makes `out` (a fresh result) the output of `node`: its history, and
+// requires_grad. Every op records itself this way.
+void attach(const Tensor& out, std::shared_ptr<Node> node);
+// The same with a new FunctionNode over `inputs`: what built-in ops record.
 void attach(const Tensor& out, std::string name, const std::vector<Tensor>& inputs, BackwardFn backward);
 
 // In-place ops: check_inplace refuses what autograd cannot follow (a leaf that

@@ -8,18 +8,6 @@ namespace ember {
 
 namespace {
 
-// Grad mode on for a scope (backward passes run with it off).
-class EnableGradGuard {
-public:
-    EnableGradGuard() : previous_(GradMode::is_enabled()) { GradMode::set_enabled(true); }
-    ~EnableGradGuard() { GradMode::set_enabled(previous_); }
-    EnableGradGuard(const EnableGradGuard&) = delete;
-    EnableGradGuard& operator=(const EnableGradGuard&) = delete;
-
-private:
-    bool previous_;
-};
-
 // The default generator at a saved state for a scope, then back where it was.
 class GeneratorStateGuard {
 public:
@@ -57,7 +45,7 @@ Tensor checkpoint(const std::function<Tensor(const Tensor&)>& fn, const Tensor& 
                Tensor x = in.get().detach();
                if (input_grad) x.requires_grad_(true);
                {
-                   EnableGradGuard grad;
+                   AutoGradMode grad(true); // backward passes run with recording off
                    GeneratorStateGuard same_draws(rng);
                    Tensor again = fn(x);
                    if (again.requires_grad()) again.backward(dout);

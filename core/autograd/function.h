@@ -130,8 +130,7 @@ struct Function {
 
         auto ctx = std::make_shared<AutogradContext>();
         std::vector<bool> needs(sizeof...(Args), false);
-        for (size_t i = 0; i < inputs.size(); ++i)
-            needs[positions[i]] = GradMode::is_enabled() && inputs[i].defined() && inputs[i].requires_grad();
+        for (size_t i = 0; i < inputs.size(); ++i) needs[positions[i]] = needs_grad(inputs[i]);
         ctx->set_needs_input_grad(needs);
 
         Tensor out;
@@ -143,12 +142,9 @@ struct Function {
         // A fresh handle, so that attaching history never touches a tensor
         // the caller passed in (forward may return an input as it is).
         out = out.detach();
-        if (needs_grad(inputs)) {
-            auto node =
-                std::make_shared<internal::CustomFunctionNode<Derived>>(inputs, positions, sizeof...(Args), ctx);
-            out.impl()->grad_fn = std::move(node);
-            out.impl()->requires_grad = true;
-        }
+        if (needs_grad(inputs))
+            attach(out,
+                   std::make_shared<internal::CustomFunctionNode<Derived>>(inputs, positions, sizeof...(Args), ctx));
         return out;
     }
 };

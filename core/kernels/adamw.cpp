@@ -1,11 +1,12 @@
-// AdamW's update, compiled for AVX2 too: see adamw.h. The loop is that of
-// nn/optim.cpp, operation for operation. Tests: tests/test_kernels.cpp.
-#include "core/kernels/adamw.h"
-
+// AdamW's update, fast (fast::adamw_update, dispatch.h): the loop of
+// nn/optim.cpp, operation for operation, compiled for baseline x86-64 and
+// for AVX2 (vectorize.h) and split between threads. Tests:
+// tests/test_kernels.cpp.
 #include <cmath>
 
-#include "core/kernels/parallel.h"
+#include "core/kernels/dispatch.h"
 #include "core/kernels/vectorize.h"
+#include "core/loops/parallel.h"
 
 namespace ember::internal {
 
@@ -26,21 +27,14 @@ EMBER_VECTOR_CLONES void update(T* __restrict__ param, const T* __restrict__ gra
     }
 }
 
-template <typename T>
-void split(T* param, const T* grad, T* m, T* v, int64_t n, const AdamWScalars<T>& s) {
-    parallel_for(0, n, kElementwiseGrain,
-                 [&](int64_t b, int64_t e) { update(param + b, grad + b, m + b, v + b, e - b, s); });
-}
-
 } // namespace
 
-void adamw_update(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
-                  const AdamWScalars<float>& s) {
-    split(param, grad, exp_avg, exp_avg_sq, n, s);
+template <typename T>
+void fast::adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n, const AdamWScalars<T>& s) {
+    parallel_for(0, n, kElementwiseGrain,
+                 [&](int64_t b, int64_t e) { update(param + b, grad + b, exp_avg + b, exp_avg_sq + b, e - b, s); });
 }
-void adamw_update(double* param, const double* grad, double* exp_avg, double* exp_avg_sq, int64_t n,
-                  const AdamWScalars<double>& s) {
-    split(param, grad, exp_avg, exp_avg_sq, n, s);
-}
+template void fast::adamw_update(float*, const float*, float*, float*, int64_t, const AdamWScalars<float>&);
+template void fast::adamw_update(double*, const double*, double*, double*, int64_t, const AdamWScalars<double>&);
 
 } // namespace ember::internal

@@ -1,8 +1,16 @@
-// The Bernoulli fill, fast: see bernoulli.h. Tests: tests/test_kernels.cpp.
+// Bernoulli draws, fast: the fill of a contiguous tensor behind bernoulli_
+// (fast::bernoulli_fill, dispatch.h) and dropout's mask bits (bernoulli.h),
+// with the draws and the bits of the plain loop in
+// core/random/distributions.cpp. What makes them faster: the generator's
+// words are drawn a block at a time (Generator::random_words), not one call
+// per word, and each element is set without a branch on its random outcome,
+// which a CPU would mispredict as often as it is random.
+// Tests: tests/test_kernels.cpp.
 #include "core/kernels/bernoulli.h"
 
 #include <algorithm>
 
+#include "core/kernels/dispatch.h"
 #include "core/kernels/vectorize.h"
 
 namespace ember::internal {
@@ -29,7 +37,7 @@ void fill(T* data, int64_t n, uint64_t threshold, T value, Generator& gen) {
 } // namespace
 
 EMBER_VECTOR_CLONES_512
-void bernoulli_bits_fast(uint64_t* words, int64_t n, uint64_t threshold, Generator& gen) {
+void bernoulli_bits(uint64_t* words, int64_t n, uint64_t threshold, Generator& gen) {
     constexpr int64_t kWords = 128; // 64 elements' draws: one word of bits per refill
     uint32_t draws[kWords];
     const uint64_t low53 = (uint64_t{1} << 53) - 1;
@@ -45,17 +53,13 @@ void bernoulli_bits_fast(uint64_t* words, int64_t n, uint64_t threshold, Generat
     }
 }
 
-void bernoulli_fill_contiguous(float* data, int64_t n, uint64_t threshold, float value, Generator& gen) {
+template <typename T>
+void fast::bernoulli_fill(T* data, int64_t n, uint64_t threshold, T value, Generator& gen) {
     fill(data, n, threshold, value, gen);
 }
-void bernoulli_fill_contiguous(double* data, int64_t n, uint64_t threshold, double value, Generator& gen) {
-    fill(data, n, threshold, value, gen);
-}
-void bernoulli_fill_contiguous(int64_t* data, int64_t n, uint64_t threshold, int64_t value, Generator& gen) {
-    fill(data, n, threshold, value, gen);
-}
-void bernoulli_fill_contiguous(bool* data, int64_t n, uint64_t threshold, bool value, Generator& gen) {
-    fill(data, n, threshold, value, gen);
-}
+template void fast::bernoulli_fill(float*, int64_t, uint64_t, float, Generator&);
+template void fast::bernoulli_fill(double*, int64_t, uint64_t, double, Generator&);
+template void fast::bernoulli_fill(int64_t*, int64_t, uint64_t, int64_t, Generator&);
+template void fast::bernoulli_fill(bool*, int64_t, uint64_t, bool, Generator&);
 
 } // namespace ember::internal

@@ -1,16 +1,27 @@
-// Which implementation an op runs where it has two: the plain loop in its op
-// file, or the fast kernel in core/kernels/ that computes the same result
-// (core/kernels/README.md lists the pairs). A reference build
-// (-Dkernels=reference) has no fast kernel, and the switch stays off. Private
-// (ember's files, tests, benchmarks). Tests: tests/test_kernels.cpp.
+// The switch between an op's definition and its fast kernel, and the fast
+// kernels' entry points: all that the rest of ember sees of core/kernels/.
+//
+// An op computes its result by its definition: the plain loop, or the
+// composition of other ops, in its op file. When the fast kernels are built
+// and switched on, it may instead call one of the fast:: functions below,
+// each of which computes the same result: the same bits, or where its
+// contract says so, the same up to rounding. Ops call them only inside
+// `if constexpr (kFastKernelsBuilt)`: a reference build (-Dkernels=reference)
+// compiles none of core/kernels/, and a call in a discarded statement needs
+// no definition. The switch is global, as PyTorch's torch.backends flags
+// are; tests turn it off for a scope (ReferenceKernelsGuard) to compare a
+// fast kernel with its definition in one process. Private (ember's files,
+// tests). core/kernels/README.md lists the kernels; tests:
+// tests/test_kernels.cpp.
 #pragma once
 
-// For the element-wise and row kernels the two give identical bits (the same
-// operations in the same order); the AVX2 matrix kernel fuses each
-// multiply-add, so its products differ from the portable ones in the last
-// bits (docs/matmul.md). The choice is global, as PyTorch's torch.backends
-// flags are; tests switch it with ReferenceKernelsGuard to compare the two in
-// one process.
+#include <cstdint>
+
+#include "core/ops/attention.h"
+#include "core/ops/matmul.h"
+#include "core/random/generator.h"
+#include "core/tensor/storage.h"
+#include "core/tensor/tensor.h"
 
 namespace ember::internal {
 
@@ -21,14 +32,27 @@ inline constexpr bool kFastKernelsBuilt = false;
 inline constexpr bool kFastKernelsBuilt = true;
 #endif
 
+namespace fast {
+
+// The switch itself (dispatch.cpp): on unless turned off.
+bool enabled();
+void set_enabled(bool on);
+
+} // namespace fast
+
 // True when ops should call their fast kernels: built in, and not switched off.
-bool use_fast_kernels();
+inline bool use_fast_kernels() {
+    if constexpr (kFastKernelsBuilt) return fast::enabled();
+    else return false;
+}
 
 // Switches the fast kernels off (false) or back on (true, the default). In
 // a reference build they stay off.
-void set_fast_kernels(bool on);
+inline void set_fast_kernels(bool on) {
+    if constexpr (kFastKernelsBuilt) fast::set_enabled(on);
+}
 
-// Runs the reference loops for a scope: { ReferenceKernelsGuard reference; ... }
+// Runs the definitions for a scope: { ReferenceKernelsGuard reference; ... }
 class ReferenceKernelsGuard {
 public:
     ReferenceKernelsGuard() : previous_(use_fast_kernels()) { set_fast_kernels(false); }
@@ -40,8 +64,126 @@ private:
     bool previous_;
 };
 
-// True when this CPU (checked once, at run time) has AVX2 and FMA; AVX-512F.
-bool cpu_has_avx2_fma();
-bool cpu_has_avx512f();
+// ---- the fast kernels, each with the definition it replaces ------------------------------
+
+namespace fast {
+
+// matmul and linear (kernels/gemm.cpp): c = a @ b, as gemm_plain
+// (core/ops/matmul.cpp) computes it. float64, and float32 on a CPU without
+// AVX2 and FMA: the same bits. float32 with them: each multiply-add fused
+// (rounded once), so the last bits differ; a few rows times a transposed B
+// sum in 16 lanes. Each element's sum never depends on the thread count.
+void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate);
+
+// softmax and scaled_masked_softmax on `rows` contiguous rows of n > 0
+// (kernels/softmax.cpp): the row functions of core/ops/softmax.h, for short
+// rows their operations on several rows at once: the same bits. out may be
+// x; mask is the bool mask (true = masked out) expanded to x's shape, or
+// undefined; s the scale, applied as x * s or, when divide, x / s.
+template <typename T>
+void softmax_last_dim(const T* x, T* out, int64_t rows, int64_t n);
+template <typename T>
+void scaled_masked_softmax_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s, bool divide);
+template <typename T>
+void scaled_masked_softmax_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask, T s,
+                                    bool divide);
+
+// sum over a contiguous tensor's leading dims (kernels/column_sum.cpp):
+// out[j] = sum over r in [0, rows) of x[r * cols + j], in double, in
+// increasing r, as the plain reduction in core/ops/reduce.cpp sums it: the
+// same bits, read row by row.
+template <typename T>
+void column_sum(const T* x, int64_t rows, int64_t cols, T* out);
+
+// cross_entropy (kernels/cross_entropy.cpp): cross_entropy_forward_rows and
+// cross_entropy_backward_rows of core/ops/cross_entropy.h, the same loops
+// compiled for AVX2 too: the same bits. T is float or double.
+template <typename T>
+double cross_entropy_forward(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index,
+                             double* lse);
+template <typename T>
+void cross_entropy_backward(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index,
+                            const double* lse, double scale, T* dx);
+
+// layer_norm (kernels/layer_norm.cpp): the functions of
+// core/ops/layer_norm.h run in another order of rows and columns (rows in
+// blocks, dweight and dbias split by columns between threads): the same
+// bits. Arguments as in core/ops/layer_norm.cpp's forward and backward.
+template <typename T>
+void layer_norm_forward(const T* x, const T* weight, const T* bias, double eps, int64_t rows, int64_t n, T* y,
+                        double* mean, double* rstd);
+template <typename T>
+void layer_norm_backward(const T* dout, const T* x, const T* weight, const double* mean, const double* rstd,
+                         int64_t rows, int64_t n, T* dx, T* dweight, T* dbias);
+
+// dropout (kernels/dropout.cpp): the op's result for 0 < p < 1 in training,
+// with the bits of its definition (core/ops/dropout.cpp) forward and
+// backward, from the same draws; the mask is kept as bits.
+Tensor dropout(const Tensor& x, double p, Generator* generator);
+
+// scaled_dot_product_attention (kernels/flash_attention.cpp): the op's
+// result, with its backward, for a checked call, by FlashAttention: the
+// definition (core/ops/attention.cpp) up to rounding, within 1e-5 relative
+// in float32 (the online softmax sums in another order), without storing
+// the (L,S) weights; dropout drops the weights the definition drops for the
+// same generator state.
+Tensor scaled_dot_product_attention(const AttentionCall& call, const Tensor& query, const Tensor& key,
+                                    const Tensor& value, Generator* generator);
+
+// bernoulli_ on a contiguous tensor (kernels/bernoulli.cpp): data[i] =
+// value where u53_i < threshold, else 0, for i in [0, n), u53_i the low 53
+// bits of the i-th pair of the generator's words (the first the high half):
+// the draws, the values and the generator's final state of the plain loop
+// in core/random/distributions.cpp. T is float, double, int64_t or bool.
+template <typename T>
+void bernoulli_fill(T* data, int64_t n, uint64_t threshold, T value, Generator& gen);
+
+// The generator's two loops over its state (kernels/mersenne.cpp): the
+// twist that regenerates the 624 words in place, and the tempering of n
+// words (out[i] = temper(in[i])), as Generator::twist and random_words in
+// core/random/generator.cpp compute them: the same words.
+void mt19937_twist(uint32_t* state);
+void mt19937_temper(const uint32_t* in, uint32_t* out, int64_t n);
+
+} // namespace fast
+
+// The scalars of one AdamW step (nn/optim.cpp), each already in the
+// parameter's dtype.
+template <typename T>
+struct AdamWScalars {
+    T decay; // 1 - lr * weight_decay
+    T beta1, one_minus_beta1;
+    T beta2, one_minus_beta2;
+    T bias_correction2_sqrt;
+    T eps;
+    T neg_step_size; // -lr / bias_correction1
+};
+
+namespace fast {
+
+// AdamW's update of one parameter (kernels/adamw.cpp): n elements of param,
+// exp_avg and exp_avg_sq updated in place from grad; the loop of
+// nn/optim.cpp, compiled for AVX2 too and split between threads: the same
+// bits.
+template <typename T>
+void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n, const AdamWScalars<T>& s);
+
+// Storage's buffers (kernels/buffer_cache.cpp): a cache that keeps released
+// buffers and hands each to the next request of its size class, instead of
+// the definition's allocation and release at every request. Unlike the
+// other kernels it is chosen when the fast kernels are built, not by the
+// switch: a buffer goes back where it came from. take_buffer gives a
+// 64-byte-aligned buffer of at least nbytes, or null when the system has
+// none; buffer_stats is what memory_stats() reports, release_kept_buffers
+// what empty_cache() does, reset_buffer_peak what reset_peak_memory_stats()
+// does (core/tensor/storage.h).
+void* take_buffer(size_t nbytes);
+void give_back_buffer(void* data, size_t nbytes);
+MemoryStats buffer_stats();
+void release_kept_buffers();
+void reset_buffer_peak();
+
+} // namespace fast
 
 } // namespace ember::internal

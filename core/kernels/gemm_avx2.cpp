@@ -3,25 +3,25 @@
 // (gemm_packed.cpp) and the direct one for small products (below). This file
 // alone is compiled with -mavx2 -mfma (meson.build); gemm.cpp calls it only
 // after checking at run time that the CPU has both. docs/matmul.md draws it;
-// tests/test_matmul.cpp checks it against gemm_reference.
+// tests/test_kernels.cpp checks it against gemm_plain.
 #include <algorithm>
 #include <cstdint>
 
+#include <immintrin.h>
+
 #include "core/kernels/gemm_packed.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
+#if !defined(__AVX2__) || !defined(__FMA__)
+#error "gemm_avx2.cpp is compiled with -mavx2 -mfma (meson.build)"
+#endif
 
 // Why 6x16: an AVX2 core has 16 vector registers of 8 floats. 6 rows x 2
 // vectors of C take 12 registers, two for the current row of B, one for a
 // broadcast element of A: 15 in all. Each step of k then issues 12
 // independent FMAs (2 per row) against 2 loads of B and 6 broadcasts of A,
 // enough to keep both FMA units busy without waiting on a result.
-#endif
 
 namespace ember::internal {
-
-#if defined(__AVX2__) && defined(__FMA__)
 
 // The 6 x 16 tile of C both drivers share: c (row stride ldc) = (add ? c : 0)
 // + a @ b, with row r of A at a[r] (its elements acs apart) and B's rows brs
@@ -352,61 +352,5 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
     }
 }
 
-#else
-
-// Built without AVX2 (another architecture, or -Dkernels=reference): the
-// same arithmetic in plain C++, so the library links. gemm.cpp never calls
-// it there, since gemm_uses_avx2() is false.
-void kernel_6x16_avx2(int64_t kc, const float* const a[6], int64_t acs, const float* b, float* c, int64_t ldc,
-                      bool add) {
-    for (int i = 0; i < 6; ++i)
-        for (int j = 0; j < 16; ++j) {
-            float sum = add ? c[i * ldc + j] : 0.0f;
-            for (int64_t p = 0; p < kc; ++p) sum += a[i][p * acs] * b[p * 16 + j];
-            c[i * ldc + j] = sum;
-        }
-}
-
-void edge_columns_avx2(MatrixRef<const float> a, const float* b, int64_t brs, MatrixRef<float> c, bool add) {
-    for (int64_t i = 0; i < a.rows; ++i)
-        for (int64_t j = 0; j < c.cols; ++j) {
-            float sum = add ? c.at(i, j) : 0.0f;
-            for (int64_t p = 0; p < a.cols; ++p) sum += a.at(i, p) * b[p * brs + j];
-            c.at(i, j) = sum;
-        }
-}
-
-void copy_rows_avx2(MatrixRef<const float> b, float* out) {
-    for (int64_t p = 0; p < b.rows; ++p)
-        for (int64_t j = 0; j < b.cols; ++j) out[p * b.cols + j] = b.at(p, j);
-}
-
-void pack_a_panel_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out) {
-    for (int64_t p = 0; p < kc; ++p)
-        for (int64_t i = 0; i < 6; ++i) out[p * 6 + i] = a.at(i0 + i, p0 + p);
-}
-
-void pack_a_panel_14_avx2(MatrixRef<const float> a, int64_t i0, int64_t p0, int64_t kc, float* out) {
-    for (int64_t p = 0; p < kc; ++p)
-        for (int64_t i = 0; i < 14; ++i) out[p * 14 + i] = a.at(i0 + i, p0 + p);
-}
-
-void pack_b_panel_transposed_avx2(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out,
-                                  int64_t ldo) {
-    for (int64_t p = 0; p < kc; ++p)
-        for (int64_t j = 0; j < 16; ++j) out[p * ldo + j] = b.at(p0 + p, j0 + j);
-}
-
-void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,
-                           int64_t row_begin, int64_t row_end) {
-    for (int64_t i = row_begin; i < row_end; ++i)
-        for (int64_t j = 0; j < c.cols; ++j) {
-            float sum = add ? c.at(i, j) : 0.0f;
-            for (int64_t p = 0; p < a.cols; ++p) sum += a.at(i, p) * b.at(p, j);
-            c.at(i, j) = sum;
-        }
-}
-
-#endif
 
 } // namespace ember::internal

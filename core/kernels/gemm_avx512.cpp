@@ -3,14 +3,16 @@
 // (gemm_packed.cpp). This file alone is compiled with -mavx512f -mfma
 // (meson.build); gemm.cpp calls it only after checking at run time that the
 // CPU has AVX-512F and that the tile runs faster there than the AVX2 one.
-// docs/matmul.md; tests/test_matmul.cpp checks its bits against the AVX2 tile.
+// docs/matmul.md; tests/test_kernels.cpp checks its bits against the AVX2 tile.
 #include <algorithm>
 #include <cstdint>
 
+#include <immintrin.h>
+
 #include "core/kernels/gemm_packed.h"
 
-#if defined(__AVX512F__) && defined(__FMA__)
-#include <immintrin.h>
+#if !defined(__AVX512F__) || !defined(__FMA__)
+#error "gemm_avx512.cpp is compiled with -mavx512f -mfma (meson.build)"
 #endif
 
 // Why 14x32: AVX-512 has 32 vector registers of 16 floats. 14 rows x 2
@@ -22,8 +24,6 @@
 // AVX2 tile does: the two give the same bits.
 
 namespace ember::internal {
-
-#if defined(__AVX512F__) && defined(__FMA__)
 
 namespace {
 
@@ -123,31 +123,5 @@ void kernel_14x32_avx512(int64_t kc, const float* const a[14], int64_t acs, cons
     else tile_14x32<false>(kc, a, acs, b, c, ldc, add);
 }
 
-#else
-
-// Built without AVX-512 (another architecture, or -Dkernels=reference): the
-// same arithmetic in plain C++, so the library links. gemm.cpp never calls
-// these there, since gemm_uses_avx512() is false.
-void gemm_direct_rows_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool add,
-                             int64_t row_begin, int64_t row_end) {
-    for (int64_t i = row_begin; i < row_end; ++i)
-        for (int64_t j = 0; j < c.cols; ++j) {
-            float sum = add ? c.at(i, j) : 0.0f;
-            for (int64_t p = 0; p < a.cols; ++p) sum += a.at(i, p) * b.at(p, j);
-            c.at(i, j) = sum;
-        }
-}
-
-void kernel_14x32_avx512(int64_t kc, const float* const a[14], int64_t acs, const float* b, float* c, int64_t ldc,
-                         bool add) {
-    for (int i = 0; i < 14; ++i)
-        for (int j = 0; j < 32; ++j) {
-            float sum = add ? c[i * ldc + j] : 0.0f;
-            for (int64_t p = 0; p < kc; ++p) sum += a[i][p * acs] * b[p * 32 + j];
-            c[i * ldc + j] = sum;
-        }
-}
-
-#endif
 
 } // namespace ember::internal

@@ -2,13 +2,13 @@
 // tile, the 6x16 AVX2 one (gemm_avx2.cpp) or the 14x32 AVX-512 one
 // (gemm_avx512.cpp), in the classic BLIS/GotoBLAS loop nest drawn below.
 // Every C element sums its k in the same order whatever the tile and the
-// thread count. docs/matmul.md explains it with a picture; tests/test_matmul.cpp.
+// thread count. docs/matmul.md explains it with a picture; tests/test_gemm.cpp.
 #include <algorithm>
 #include <cstring>
 #include <new>
 
 #include "core/kernels/gemm_packed.h"
-#include "core/kernels/parallel.h"
+#include "core/loops/parallel.h"
 
 // The loop nest:
 //

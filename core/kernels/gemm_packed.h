@@ -1,11 +1,11 @@
 // Private to the gemm files: the packed SGEMM driver (gemm_packed.cpp) and
 // its micro-kernels in AVX2 (gemm_avx2.cpp) and AVX-512 (gemm_avx512.cpp).
-// gemm.cpp decides when to call them. Tests: tests/test_matmul.cpp.
+// gemm.cpp decides when to call them. Tests: tests/test_gemm.cpp.
 #pragma once
 
 #include <cstdint>
 
-#include "core/kernels/gemm.h"
+#include "core/ops/matmul.h"
 
 namespace ember::internal {
 

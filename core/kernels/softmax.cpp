@@ -1,15 +1,25 @@
-// Softmax rows, fast: see softmax.h. Each function computes, row by row, the
-// same float operations in the same order as core/ops/softmax.cpp.
-// Tests: tests/test_kernels.cpp.
-#include "core/kernels/softmax.h"
+// Softmax rows, fast (fast::softmax_last_dim, fast::scaled_masked_softmax_*,
+// dispatch.h): the row functions of core/ops/softmax.h, which define the
+// results, and for short rows the same operations on several rows at once,
+// so the two give the same bits. Tests: tests/test_kernels.cpp.
+//
+// Short rows (attention's, T = 8 at the tiny size) are exponentiated several
+// rows at a time through one buffer, so the vectorised loop runs long enough
+// to pay for itself; rows are scaled and masked in blocks that stay in L1;
+// the mask's rows are found by stepping through the period of its broadcast
+// pattern instead of dividing per row; and the loops have AVX2 copies picked
+// at run time (vectorize.h; flatten inlines the shared row functions into
+// each copy).
+#include "core/ops/softmax.h"
 
 #include <algorithm>
 #include <limits>
 #include <vector>
 
-#include "core/kernels/exponential.h"
-#include "core/kernels/parallel.h"
+#include "core/kernels/dispatch.h"
 #include "core/kernels/vectorize.h"
+#include "core/loops/iter.h"
+#include "core/loops/parallel.h"
 
 namespace ember::internal {
 
@@ -19,30 +29,22 @@ namespace {
 // half the buffer go one at a time; shorter ones are exponentiated a block
 // of rows at a time, in one loop over the buffer.
 template <typename T>
-EMBER_VECTOR_CLONES void softmax_rows(const T* x, T* out, int64_t rows, int64_t n) {
+[[gnu::flatten]] EMBER_VECTOR_CLONES void softmax_rows(const T* x, T* out, int64_t rows, int64_t n) {
     constexpr int64_t kBuffer = 256;
     if (n > kBuffer / 2) {
-        for (int64_t r = 0; r < rows; ++r) {
-            const T* xr = x + r * n;
-            T* orow = out + r * n;
-            T m = -std::numeric_limits<T>::infinity();
-            for (int64_t i = 0; i < n; ++i) m = std::max(m, xr[i]);
-            const T scale = T(1) / static_cast<T>(sum_exp(xr, 1, n, m, orow));
-            for (int64_t i = 0; i < n; ++i) orow[i] *= scale;
-        }
+        for (int64_t r = 0; r < rows; ++r) softmax_row(x + r * n, out + r * n, 1, n, false);
         return;
     }
+    // softmax_row's operations on a block of rows: each row's max; x - max
+    // and its exponential for the whole block in one loop; each row's sum in
+    // double, and the product with 1 / sum.
     const int64_t block = kBuffer / n;
     T e[kBuffer], m[kBuffer];
     for (int64_t r0 = 0; r0 < rows; r0 += block) {
         const int64_t nr = std::min(block, rows - r0);
         const T* xb = x + r0 * n;
         T* ob = out + r0 * n;
-        for (int64_t r = 0; r < nr; ++r) {
-            T mx = -std::numeric_limits<T>::infinity();
-            for (int64_t i = 0; i < n; ++i) mx = std::max(mx, xb[r * n + i]);
-            m[r] = mx;
-        }
+        for (int64_t r = 0; r < nr; ++r) m[r] = row_max(xb + r * n, 1, n);
         for (int64_t r = 0; r < nr; ++r)
             for (int64_t i = 0; i < n; ++i) e[r * n + i] = xb[r * n + i] - m[r];
         for (int64_t j = 0; j < nr * n; ++j) e[j] = exponential(e[j]);
@@ -72,19 +74,18 @@ struct MaskRows {
         if (!m.defined()) return;
         data = m.data_ptr<bool>();
         step = m.strides().back();
-        struct Dim {
-            int64_t rows_per_step, size, stride;
-        };
-        std::vector<Dim> dims; // the dims that move, innermost first
-        int64_t rows = 1;
-        for (int64_t d = m.dim() - 2; d >= 0; --d) {
-            if (m.strides()[d] != 0) dims.push_back({rows, m.shape()[d], m.strides()[d]});
+        // The period: the rows that the outermost leading dim that moves
+        // spans, with the dims inside it; the dims outside it are broadcast.
+        const int64_t lead = m.dim() - 1;
+        int64_t period = 1, rows = 1, outer = lead;
+        for (int64_t d = lead - 1; d >= 0; --d) {
             rows *= m.shape()[d];
+            if (m.strides()[d] != 0) period = rows, outer = d;
         }
-        const int64_t period = dims.empty() ? 1 : dims.back().rows_per_step * dims.back().size;
-        offsets.assign(static_cast<size_t>(period), 0);
-        for (int64_t r = 0; r < period; ++r)
-            for (const Dim& d : dims) offsets[r] += r / d.rows_per_step % d.size * d.stride;
+        const std::span<const int64_t> shape(m.shape().data() + outer, lead - outer);
+        const std::span<const int64_t> strides(m.strides().data() + outer, lead - outer);
+        offsets.resize(static_cast<size_t>(period));
+        for (int64_t r = 0; r < period; ++r) offsets[r] = offset_of(r, shape, strides);
     }
     int64_t period() const { return static_cast<int64_t>(offsets.size()); }
 
@@ -134,19 +135,11 @@ void masked_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mas
 // sit in the marked function itself: a lambda handed to parallel_for would
 // be compiled for the baseline only).
 template <typename T>
-EMBER_VECTOR_CLONES void masked_backward_rows(const T* y, const T* dy, T* dx, int64_t begin, int64_t end, int64_t n,
-                                              const MaskRows& masks, T s, bool divide) {
+[[gnu::flatten]] EMBER_VECTOR_CLONES void masked_backward_rows(const T* y, const T* dy, T* dx, int64_t begin,
+                                                               int64_t end, int64_t n, const MaskRows& masks, T s,
+                                                               bool divide) {
     masks.for_rows(begin, end, [&](int64_t r, const bool* mr) {
-        const T *yr = y + r * n, *gr = dy + r * n;
-        T* dr = dx + r * n;
-        T dot = 0;
-        for (int64_t i = 0; i < n; ++i) dot += gr[i] * yr[i];
-        if (divide)
-            for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot) / s;
-        else
-            for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot) * s;
-        if (mr)
-            for (int64_t i = 0; i < n; ++i) dr[i] = mr[i * masks.step] ? T(0) : dr[i];
+        scaled_masked_softmax_backward_row(y + r * n, dy + r * n, dx + r * n, n, mr, masks.step, s, divide);
     });
 }
 
@@ -157,32 +150,32 @@ void masked_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, co
                  [&](int64_t b, int64_t e) { masked_backward_rows(y, dy, dx, b, e, n, masks, s, divide); });
 }
 
-template <typename T>
-void last_dim(const T* x, T* out, int64_t rows, int64_t n) {
-    parallel_for(0, rows, grain_for(n), [&](int64_t b, int64_t e) { softmax_rows(x + b * n, out + b * n, e - b, n); });
-}
-
 } // namespace
 
-void softmax_last_dim(const float* x, float* out, int64_t rows, int64_t n) { last_dim(x, out, rows, n); }
-void softmax_last_dim(const double* x, double* out, int64_t rows, int64_t n) { last_dim(x, out, rows, n); }
+template <typename T>
+void fast::softmax_last_dim(const T* x, T* out, int64_t rows, int64_t n) {
+    parallel_for(0, rows, grain_for(n), [&](int64_t b, int64_t e) { softmax_rows(x + b * n, out + b * n, e - b, n); });
+}
+template void fast::softmax_last_dim(const float*, float*, int64_t, int64_t);
+template void fast::softmax_last_dim(const double*, double*, int64_t, int64_t);
 
-void scaled_masked_softmax_rows(const float* x, float* y, int64_t rows, int64_t n, const Tensor& mask, float s,
-                                bool divide) {
+template <typename T>
+void fast::scaled_masked_softmax_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s,
+                                         bool divide) {
     masked_forward(x, y, rows, n, mask, s, divide);
 }
-void scaled_masked_softmax_rows(const double* x, double* y, int64_t rows, int64_t n, const Tensor& mask, double s,
-                                bool divide) {
-    masked_forward(x, y, rows, n, mask, s, divide);
-}
+template void fast::scaled_masked_softmax_forward(const float*, float*, int64_t, int64_t, const Tensor&, float, bool);
+template void fast::scaled_masked_softmax_forward(const double*, double*, int64_t, int64_t, const Tensor&, double,
+                                                  bool);
 
-void scaled_masked_softmax_backward_rows(const float* y, const float* dy, float* dx, int64_t rows, int64_t n,
-                                         const Tensor& mask, float s, bool divide) {
+template <typename T>
+void fast::scaled_masked_softmax_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask,
+                                          T s, bool divide) {
     masked_backward(y, dy, dx, rows, n, mask, s, divide);
 }
-void scaled_masked_softmax_backward_rows(const double* y, const double* dy, double* dx, int64_t rows, int64_t n,
-                                         const Tensor& mask, double s, bool divide) {
-    masked_backward(y, dy, dx, rows, n, mask, s, divide);
-}
+template void fast::scaled_masked_softmax_backward(const float*, const float*, float*, int64_t, int64_t, const Tensor&,
+                                                   float, bool);
+template void fast::scaled_masked_softmax_backward(const double*, const double*, double*, int64_t, int64_t,
+                                                   const Tensor&, double, bool);
 
 } // namespace ember::internal

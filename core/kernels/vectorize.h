@@ -1,8 +1,8 @@
 // EMBER_VECTOR_CLONES: compile a function twice, for baseline x86-64 and for
 // AVX2, and run the AVX2 copy on CPUs that have it (GCC's target_clones).
 // Both copies give the same bits. Only the fast kernels of this folder use
-// it; a reference build (-Dkernels=reference) makes no copies. Private.
-// Tests: tests/test_kernels.cpp runs the copies against the plain loops.
+// it (a reference build, -Dkernels=reference, compiles none of them). Private.
+// Tests: tests/test_kernels.cpp runs the copies against the definitions.
 #pragma once
 
 // The library is built for baseline x86-64 (SSE2: 4 floats per vector) so
@@ -18,13 +18,15 @@
 // "avx2" target does not enable FMA, so no multiply and add are fused.
 // Marked where a copy measured faster (docs/performance.md): softmax's rows,
 // the fused attention softmax's backward, cross-entropy, LayerNorm's weight
-// and bias gradients, AdamW's update.
+// and bias gradients, AdamW's update. Where the loops are shared with the
+// definition through a header (core/ops/softmax.h, ...), the marked function
+// is also [[gnu::flatten]], so that they are inlined into each copy.
 
 // EMBER_VECTOR_CLONES_512 adds a third copy for AVX-512 (16 floats per
-// vector), for loops that measured faster with it (fused attention's).
+// vector), for loops that measured faster with it (FlashAttention's steps,
+// a Linear layer's dot products, the Mersenne Twister, dropout's bits).
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
-    !defined(EMBER_REFERENCE_KERNELS)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__)
 #define EMBER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #define EMBER_VECTOR_CLONES_512 __attribute__((target_clones("avx512f", "avx2", "default")))
 #else

@@ -1,328 +1,54 @@
-// scaled_dot_product_attention: PyTorch 2's F.scaled_dot_product_attention,
-//   out = dropout(softmax(q k^T * scale + mask)) @ v,
-// computed the memory-efficient way (FlashAttention): the (L,S) weights are
-// never stored whole. Keys are visited a block at a time with the softmax
-// kept "online" (a running max and sum per query row), and the backward
-// recomputes each block of weights from q, k and the saved log-sum-exp.
-// docs/flash_attention.md derives both passes; tests/test_sdpa.cpp checks
-// them against the unfused ops and against PyTorch.
+// scaled_dot_product_attention: PyTorch 2's F.scaled_dot_product_attention.
+// Its definition, below, is the composition PyTorch's documentation gives,
+//   out = dropout(softmax(q @ k^T * scale + mask)) @ v,
+// in ember's ops, whose backward passes give its gradient. With the fast
+// kernels on it runs FlashAttention instead (core/kernels/flash_attention.cpp):
+// the same result up to rounding, without storing the (L,S) weights, and
+// dropping the same weights for the same generator state.
+// docs/flash_attention.md derives both; tests/test_sdpa.cpp checks the op
+// against PyTorch and the unfused ops, tests/test_kernels.cpp the fast
+// kernel against this definition.
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/attention.h"
-#include "core/kernels/gemm.h"
+#include "core/kernels/dispatch.h"
+#include "core/ops/attention.h"
 #include "core/ops/ops.h"
-#include "core/random/fill.h"
 #include "core/tensor/internal.h"
 #include "core/tensor/shape.h"
 
-// Shapes: q (..., L, E), k (..., S, E), v (..., S, Ev) -> out (..., L, Ev).
-// The leading dims broadcast; each of their positions is a "slice" (B*NH of
-// them in a transformer), an independent attention problem. Threads take
-// whole slices (in the forward, blocks of query rows), and every sum runs
-// in one fixed order, so no result depends on the thread count.
-//
-// The online softmax, for one query row and keys in blocks b = 1, 2, ...
-// (s_b: the row's scores against block b, v_b: those keys' values):
-//   m_b = max(m_{b-1}, max s_b)                                the running max
-//   l_b = l_{b-1} e^(m_{b-1} - m_b) + sum e^(s_b - m_b)        the running sum
-//   o_b = o_{b-1} e^(m_{b-1} - m_b) + e^(s_b - m_b) @ v_b      the running output
-// and after the last block out = o / l and lse = m + log l. Rescaling by
-// e^(m_{b-1} - m_b) keeps every exponent <= 0, as softmax subtracts the
-// row's max; the result is softmax(s) @ v up to rounding. Dropout multiplies
-// e^(s - m) by the kept mask after it has been added to l, since dropout
-// comes after the softmax's division.
-
 namespace ember {
 
-using namespace internal;
+using internal::AttentionCall;
+using internal::AttentionMask;
+using internal::check_floating;
 
 namespace {
 
-// Rows of queries and of keys per block: a 64 x 64 block of float scores is
-// 16 KB, and with the blocks of q, k and v it stays in the core's caches.
-constexpr int64_t kBlock = 64;
-
-// One operand, slice by slice: element (i, j) of slice s is at
-// data + offset[s] + i * row_stride + j * col_stride.
-template <typename T>
-struct Operand {
-    const T* data = nullptr;
-    std::vector<int64_t> offset;
-    int64_t row_stride = 0, col_stride = 0;
-
-    MatrixRef<const T> block(int64_t slice, int64_t row0, int64_t rows, int64_t col0, int64_t cols) const {
-        return {data + offset[slice] + row0 * row_stride + col0 * col_stride, rows, cols, row_stride, col_stride};
+// q (..., L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev), the leading
+// dims broadcast by matmul.
+Tensor definition(const AttentionCall& c, const Tensor& q, const Tensor& k, const Tensor& v, Generator* generator) {
+    Tensor scores = matmul(q, k.transpose(-2, -1)) * c.scale; // (..., L, S)
+    const double neg_inf = -std::numeric_limits<double>::infinity();
+    switch (c.mask_kind) {
+    case AttentionMask::none: break;
+    case AttentionMask::causal: // the keys after each query: j > i
+        scores = masked_fill(scores, tril(ones({c.L, c.S})) == 0, neg_inf);
+        break;
+    case AttentionMask::allowed: scores = masked_fill(scores, c.mask == false, neg_inf); break;
+    case AttentionMask::additive: scores = scores + c.mask; break;
     }
-    const T* at(int64_t slice, int64_t i, int64_t j) const {
-        return data + offset[slice] + i * row_stride + j * col_stride;
-    }
-};
-
-// `t` read as if expanded to batch + (rows, cols).
-template <typename T>
-Operand<T> operand(const Tensor& t, const Shape& batch, int64_t rows, int64_t cols) {
-    Shape full = batch;
-    full.push_back(rows);
-    full.push_back(cols);
-    const Shape strides = broadcast_strides(t, full);
-    Operand<T> op{data_of<T>(t), {}, strides[strides.size() - 2], strides.back()};
-    const int64_t count = shape_numel(batch);
-    op.offset.resize(static_cast<size_t>(count));
-    for (int64_t s = 0; s < count; ++s) { // the slice's index in each batch dim, the last fastest
-        int64_t rest = s, off = 0;
-        for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
-            off += (rest % batch[d]) * strides[d];
-            rest /= batch[d];
-        }
-        op.offset[s] = off;
-    }
-    return op;
-}
-
-enum class MaskKind { none, causal, boolean, additive };
-
-// What both passes need to know about one call.
-template <typename T>
-struct Problem {
-    int64_t slices = 0, L = 0, S = 0, E = 0, Ev = 0;
-    T scale = 1;
-    Operand<T> q, k, v;
-    MaskKind mask_kind = MaskKind::none;
-    Operand<bool> bool_mask; // MaskKind::boolean: true where a query may attend to a key
-    Operand<T> add_mask;     // MaskKind::additive: added to the scores
-    // Dropout: bit (slice*L + i)*S + j of keep_bits is 1 where weight (i, j)
-    // is kept (and scaled by keep); null without dropout.
-    const uint64_t* keep_bits = nullptr;
-    T keep = 1;
-
-    // The end of the keys that query rows [i0, i0 + rows) can see: all of
-    // them, or with the causal mask (key j <= query i) up to i0 + rows.
-    int64_t key_end(int64_t i0, int64_t rows) const {
-        return mask_kind == MaskKind::causal ? std::min(S, i0 + rows) : S;
-    }
-
-    // s (rows x cols, row stride ld) = the scores of queries [i0, +rows)
-    // against keys [j0, +cols): q k^T * scale, then the mask. kt is the
-    // slice's k transposed, (E,S) row-major.
-    void scores(int64_t slice, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const T* kt, T* s,
-                int64_t ld) const {
-        gemm(q.block(slice, i0, rows, 0, E), MatrixRef<const T>{kt + j0, E, cols, S, 1},
-             MatrixRef<T>{s, rows, cols, ld, 1}, false);
-        const T neg_inf = -std::numeric_limits<T>::infinity();
-        for (int64_t r = 0; r < rows; ++r) {
-            T* row = s + r * ld;
-            const int64_t i = i0 + r;
-            for (int64_t c = 0; c < cols; ++c) row[c] *= scale;
-            if (mask_kind == MaskKind::causal) {
-                for (int64_t c = std::max<int64_t>(0, i + 1 - j0); c < cols; ++c) row[c] = neg_inf; // keys j > i
-            } else if (mask_kind == MaskKind::boolean) {
-                for (int64_t c = 0; c < cols; ++c)
-                    if (!*bool_mask.at(slice, i, j0 + c)) row[c] = neg_inf;
-            } else if (mask_kind == MaskKind::additive) {
-                for (int64_t c = 0; c < cols; ++c) row[c] += *add_mask.at(slice, i, j0 + c);
-            }
-        }
-    }
-
-    // Dropout on query i's weights p[0, cols) for keys from j0 (cols <= 64):
-    // p * keep where kept, else 0.
-    void drop(int64_t slice, int64_t i, int64_t j0, int64_t cols, T* p) const {
-        // The row's bits, first to last, as one word: bit c for key j0 + c.
-        const int64_t first = (slice * L + i) * S + j0, word = first >> 6, shift = first & 63;
-        uint64_t bits = keep_bits[word] >> shift;
-        if (shift != 0 && shift + cols > 64) bits |= keep_bits[word + 1] << (64 - shift);
-        keep_where(p, cols, bits, keep);
-    }
-};
-
-
-// out = m's transpose, (cols, rows) row-major: a slice's k or v laid out so
-// that a block of k^T or v^T has contiguous rows, as gemm reads B fastest.
-template <typename T>
-void transpose_into(MatrixRef<const T> m, std::vector<T>& out) {
-    out.resize(static_cast<size_t>(m.rows * m.cols));
-    copy_to_row_major(MatrixRef<const T>{m.data, m.cols, m.rows, m.col_stride, m.row_stride}, out.data());
-}
-
-// ---- forward --------------------------------------------------------------------------------
-
-// One thread's scratch: the slice whose k^T is in kt, a block of scores
-// turned weights, and per query row the output so far, the max and the sum.
-template <typename T>
-struct ForwardScratch {
-    int64_t kt_slice = -1;
-    std::vector<T> kt, p, o, m, l;
-};
-
-// Query rows [i0, i0 + rows) of one slice: out (rows, Ev) and lse (rows).
-template <typename T>
-void forward_rows(const Problem<T>& a, int64_t slice, int64_t i0, int64_t rows, T* out, T* lse, ForwardScratch<T>& w) {
-    if (w.kt_slice != slice) {
-        transpose_into(a.k.block(slice, 0, a.S, 0, a.E), w.kt);
-        w.kt_slice = slice;
-    }
-    const T neg_inf = -std::numeric_limits<T>::infinity();
-    w.p.resize(kBlock * kBlock);
-    w.o.assign(static_cast<size_t>(rows * a.Ev), T(0));
-    w.m.assign(static_cast<size_t>(rows), neg_inf);
-    w.l.assign(static_cast<size_t>(rows), T(0));
-    for (int64_t j0 = 0; j0 < a.key_end(i0, rows); j0 += kBlock) {
-        const int64_t cols = std::min(kBlock, a.S - j0);
-        T* p = w.p.data();
-        a.scores(slice, i0, rows, j0, cols, w.kt.data(), p, kBlock);
-        // p = e^(s - m_new); what came before is rescaled by e^(m_old - m_new).
-        online_softmax_block(p, rows, cols, kBlock, w.m.data(), w.l.data(), w.o.data(), a.Ev);
-        if (a.keep_bits)
-            for (int64_t r = 0; r < rows; ++r) a.drop(slice, i0 + r, j0, cols, p + r * kBlock);
-        // o += p @ v[j0:+cols]: (rows, cols) @ (cols, Ev)
-        gemm(MatrixRef<const T>{p, rows, cols, kBlock, 1}, a.v.block(slice, j0, cols, 0, a.Ev),
-             MatrixRef<T>{w.o.data(), rows, a.Ev, a.Ev, 1}, true);
-    }
-    // out = o / l (a row whose keys are all masked: 0 / 0 = NaN, as softmax
-    // gives), lse = m + log l.
-    for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t e = 0; e < a.Ev; ++e) out[r * a.Ev + e] = w.o[r * a.Ev + e] / w.l[r];
-        lse[r] = w.m[r] + std::log(w.l[r]);
-    }
-}
-
-// out (slices, L, Ev) and lse (slices, L), both contiguous.
-template <typename T>
-void forward(const Problem<T>& a, T* out, T* lse) {
-    const int64_t blocks = (a.L + kBlock - 1) / kBlock;              // blocks of query rows per slice
-    const int64_t work = std::min(kBlock, a.L) * a.S * (a.E + a.Ev); // multiply-adds of one block
-    parallel_for(0, a.slices * blocks, grain_for(work, kGemmParallelWork), [&](int64_t begin, int64_t end) {
-        static thread_local ForwardScratch<T> scratch; // reused: no allocation once warm
-        scratch.kt_slice = -1;
-        for (int64_t item = begin; item < end; ++item) {
-            const int64_t slice = item / blocks, i0 = (item % blocks) * kBlock;
-            const int64_t rows = std::min(kBlock, a.L - i0);
-            forward_rows(a, slice, i0, rows, out + (slice * a.L + i0) * a.Ev, lse + slice * a.L + i0, scratch);
-        }
-    });
-}
-
-// ---- backward -------------------------------------------------------------------------------
-//
-// With P = softmax(s), recomputed block by block as e^(s - lse), and Z the
-// dropout mask (keep or 0; all ones without dropout), forward out = (P Z) @ v:
-//   dv = (P Z)^T @ dout
-//   dP = (dout @ v^T) Z
-//   ds = P (dP - D),   D_i = sum_j P_ij dP_ij = sum_c dout_ic out_ic
-//   dq = ds @ k * scale,   dk = ds^T @ q * scale
-// (products written P Z are element-wise). For each block of keys, over the
-// blocks of queries that see it, dk and dv of that block and dq of those
-// rows add up. One thread owns a slice, so no two threads add into one
-// gradient.
-
-template <typename T>
-struct BackwardScratch {
-    std::vector<T> kt, vt, p, pz, dp, d;
-};
-
-// One slice: dq (L,E), dk (S,E) and dv (S,Ev), zeroed by the caller.
-template <typename T>
-void backward_slice(const Problem<T>& a, int64_t slice, const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv,
-                    BackwardScratch<T>& w) {
-    const int64_t L = a.L, S = a.S, E = a.E, Ev = a.Ev;
-    transpose_into(a.k.block(slice, 0, S, 0, E), w.kt);
-    transpose_into(a.v.block(slice, 0, S, 0, Ev), w.vt);
-    w.p.resize(kBlock * kBlock);
-    w.pz.resize(kBlock * kBlock);
-    w.dp.resize(kBlock * kBlock);
-    w.d.resize(static_cast<size_t>(L));
-    for (int64_t i = 0; i < L; ++i) { // D_i = sum_c dout_ic out_ic
-        T sum = 0;
-        for (int64_t c = 0; c < Ev; ++c) sum += dout[i * Ev + c] * out[i * Ev + c];
-        w.d[i] = sum;
-    }
-    for (int64_t j0 = 0; j0 < S; j0 += kBlock) {
-        const int64_t cols = std::min(kBlock, S - j0);
-        // With the causal mask only queries i >= j0 see these keys.
-        const int64_t i_begin = a.mask_kind == MaskKind::causal ? j0 : 0;
-        for (int64_t i0 = i_begin; i0 < L; i0 += kBlock) {
-            const int64_t rows = std::min(kBlock, L - i0);
-            T* p = w.p.data();
-            T* dp = w.dp.data();
-            // P = e^(s - lse)
-            a.scores(slice, i0, rows, j0, cols, w.kt.data(), p, kBlock);
-            softmax_from_lse(p, rows, cols, kBlock, lse + i0);
-            // dP = (dout @ v^T) Z: (rows, Ev) @ (Ev, cols)
-            gemm(MatrixRef<const T>{dout + i0 * Ev, rows, Ev, Ev, 1},
-                 MatrixRef<const T>{w.vt.data() + j0, Ev, cols, S, 1}, MatrixRef<T>{dp, rows, cols, kBlock, 1}, false);
-            // dv[j0:+cols] += (P Z)^T @ dout[i0:+rows]: (cols, rows) @ (rows, Ev)
-            const T* pz = p;
-            if (a.keep_bits) {
-                std::copy(p, p + rows * kBlock, w.pz.data());
-                for (int64_t r = 0; r < rows; ++r) {
-                    a.drop(slice, i0 + r, j0, cols, w.pz.data() + r * kBlock);
-                    a.drop(slice, i0 + r, j0, cols, dp + r * kBlock);
-                }
-                pz = w.pz.data();
-            }
-            gemm(MatrixRef<const T>{pz, cols, rows, 1, kBlock}, MatrixRef<const T>{dout + i0 * Ev, rows, Ev, Ev, 1},
-                 MatrixRef<T>{dv + j0 * Ev, cols, Ev, Ev, 1}, true);
-            // ds * scale = P (dP - D) * scale, in dp's place; 0 where a key was masked out.
-            score_gradient(dp, p, rows, cols, kBlock, w.d.data() + i0, lse + i0, a.scale);
-            // dq[i0:+rows] += ds @ k[j0:+cols];  dk[j0:+cols] += ds^T @ q[i0:+rows]
-            gemm(MatrixRef<const T>{dp, rows, cols, kBlock, 1}, a.k.block(slice, j0, cols, 0, E),
-                 MatrixRef<T>{dq + i0 * E, rows, E, E, 1}, true);
-            gemm(MatrixRef<const T>{dp, cols, rows, 1, kBlock}, a.q.block(slice, i0, rows, 0, E),
-                 MatrixRef<T>{dk + j0 * E, cols, E, E, 1}, true);
-        }
-    }
-}
-
-// dq, dk, dv: (slices, L, E), (slices, S, E), (slices, S, Ev), contiguous, zeroed.
-template <typename T>
-void backward(const Problem<T>& a, const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv) {
-    const int64_t work = a.L * a.S * (2 * a.E + 2 * a.Ev); // multiply-adds of one slice, roughly
-    parallel_for(0, a.slices, grain_for(work, kGemmParallelWork), [&](int64_t begin, int64_t end) {
-        static thread_local BackwardScratch<T> scratch;
-        for (int64_t s = begin; s < end; ++s)
-            backward_slice(a, s, out + s * a.L * a.Ev, lse + s * a.L, dout + s * a.L * a.Ev, dq + s * a.L * a.E,
-                           dk + s * a.S * a.E, dv + s * a.S * a.Ev, scratch);
-    });
-}
-
-// ---- the op ---------------------------------------------------------------------------------
-
-// The arguments, checked, and what both passes derive from them.
-struct Call {
-    Shape batch; // the broadcast leading dims
-    int64_t L = 0, S = 0, E = 0, Ev = 0;
-    double scale = 1;
-    MaskKind mask_kind = MaskKind::none;
-    Tensor mask;      // the attn_mask, bool or of q's dtype, or undefined
-    Tensor keep_bits; // int64 words of dropout bits, or undefined
-    double keep = 1;
-};
-
-template <typename T>
-Problem<T> problem(const Call& c, const Tensor& q, const Tensor& k, const Tensor& v) {
-    Problem<T> a;
-    a.slices = shape_numel(c.batch);
-    a.L = c.L, a.S = c.S, a.E = c.E, a.Ev = c.Ev;
-    a.scale = static_cast<T>(c.scale);
-    a.q = operand<T>(q, c.batch, c.L, c.E);
-    a.k = operand<T>(k, c.batch, c.S, c.E);
-    a.v = operand<T>(v, c.batch, c.S, c.Ev);
-    a.mask_kind = c.mask_kind;
-    if (c.mask_kind == MaskKind::boolean) a.bool_mask = operand<bool>(c.mask, c.batch, c.L, c.S);
-    if (c.mask_kind == MaskKind::additive) a.add_mask = operand<T>(c.mask, c.batch, c.L, c.S);
-    if (c.keep_bits.defined()) a.keep_bits = reinterpret_cast<const uint64_t*>(c.keep_bits.data_ptr<int64_t>());
-    a.keep = static_cast<T>(c.keep);
-    return a;
+    Tensor weights = softmax(scores, -1);
+    if (c.dropout_p > 0) weights = dropout(weights, c.dropout_p, true, generator);
+    return matmul(weights, v);
 }
 
 } // namespace
 
-Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
-                                    std::optional<double> scale, Generator* generator) {
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& allowed,
+                                    double dropout_p, bool is_causal, std::optional<double> scale,
+                                    Generator* generator) {
     const char* name = "scaled_dot_product_attention";
     if (query.dim() < 2 || key.dim() < 2 || value.dim() < 2)
         fail<ShapeError>(name, "query, key and value need at least 2 dims (..., L, E), got ", query.shape(), ", ",
@@ -337,78 +63,37 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                          ", ", key.shape(), " and ", value.shape());
     if (!(dropout_p >= 0.0 && dropout_p <= 1.0))
         fail<ValueError>(name, "dropout_p must be between 0 and 1, got ", dropout_p);
-    Call c;
+    AttentionCall c;
     c.L = query.size(-2), c.S = key.size(-2), c.E = query.size(-1), c.Ev = value.size(-1);
     const auto leading = [](const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); };
     c.batch = broadcast_shapes(broadcast_shapes(leading(query), leading(key), name), leading(value), name);
-    Shape out_shape = c.batch;
-    out_shape.push_back(c.L);
-    out_shape.push_back(c.Ev);
     Shape weights_shape = c.batch; // (..., L, S), the shape a mask must broadcast to
     weights_shape.push_back(c.L);
     weights_shape.push_back(c.S);
-    if (attn_mask.defined()) {
+    if (allowed.defined()) {
         if (is_causal)
-            fail<ValueError>(name, "takes an attn_mask or is_causal, not both (mask ", attn_mask.shape(), ")");
-        if (attn_mask.dtype() != kBool && attn_mask.dtype() != query.dtype())
-            fail<DTypeError>(name, "attn_mask must be bool or of query's dtype ", dtype_name(query.dtype()), ", got ",
-                             dtype_name(attn_mask.dtype()), " ", attn_mask.shape());
-        if (broadcast_shapes(attn_mask.shape(), weights_shape, name) != weights_shape)
-            fail<ShapeError>(name, "attn_mask ", attn_mask.shape(), " does not broadcast to the weights' shape ",
+            fail<ValueError>(name, "takes a mask (allowed) or is_causal, not both (mask ", allowed.shape(), ")");
+        if (allowed.dtype() != kBool && allowed.dtype() != query.dtype())
+            fail<DTypeError>(name, "the mask (allowed) must be bool or of query's dtype ", dtype_name(query.dtype()),
+                             ", got ", dtype_name(allowed.dtype()), " ", allowed.shape());
+        if (broadcast_shapes(allowed.shape(), weights_shape, name) != weights_shape)
+            fail<ShapeError>(name, "the mask (allowed) ", allowed.shape(), " does not broadcast to the weights' shape ",
                              weights_shape, " (query ", query.shape(), ", key ", key.shape(), ")");
-        if (attn_mask.requires_grad())
-            fail<ValueError>(name, "does not compute a gradient for attn_mask; pass attn_mask.detach()");
-        c.mask = attn_mask;
-        c.mask_kind = attn_mask.dtype() == kBool ? MaskKind::boolean : MaskKind::additive;
+        if (allowed.requires_grad())
+            fail<ValueError>(name, "does not compute a gradient for the mask (allowed); pass it detached");
+        c.mask = allowed;
+        c.mask_kind = allowed.dtype() == kBool ? AttentionMask::allowed : AttentionMask::additive;
     } else if (is_causal) {
-        c.mask_kind = MaskKind::causal;
+        c.mask_kind = AttentionMask::causal;
     }
     c.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(c.E));
+    c.dropout_p = dropout_p;
 
-    // Dropout, as F.dropout draws it on the (..., L, S) weights: one draw per
-    // weight in row-major order (the same draws as the unfused path's
-    // dropout, so the same seed drops the same weights), kept as bits.
-    const int64_t n_weights = shape_numel(weights_shape);
-    if (dropout_p > 0 && n_weights > 0) {
-        c.keep_bits = zeros({(n_weights + 63) / 64}, kInt64);
-        if (dropout_p < 1) { // p = 1 drops everything and, as F.dropout, draws nothing
-            auto* words = reinterpret_cast<uint64_t*>(c.keep_bits.data_ptr<int64_t>());
-            bernoulli_bits(words, n_weights, 1.0 - dropout_p, generator_or_default(generator));
-        }
-        // The kept value as dropout computes it, in the tensor's dtype.
-        c.keep = query.dtype() == kFloat32 ? static_cast<double>(1.0f / static_cast<float>(1.0 - dropout_p))
-                                           : 1.0 / (1.0 - dropout_p);
+    if constexpr (internal::kFastKernelsBuilt) {
+        if (internal::use_fast_kernels())
+            return internal::fast::scaled_dot_product_attention(c, query, key, value, generator);
     }
-
-    Tensor out = c.S == 0 ? zeros(out_shape, query.dtype()) : empty(out_shape, query.dtype());
-    Tensor lse = empty({shape_numel(c.batch) * c.L}, query.dtype()); // log-sum-exp of each query row
-    if (c.S > 0 && out.numel() > 0)
-        dispatch_floating(query.dtype(), name, [&]<typename T>(TypeTag<T>) {
-            forward(problem<T>(c, query, key, value), out.data_ptr<T>(), lse.data_ptr<T>());
-        });
-
-    if (needs_grad(query, key, value))
-        attach(out, "ScaledDotProductFlashAttentionForCpuBackward0", {query, key, value},
-               [c, qs = SavedTensor(query), ks = SavedTensor(key), vs = SavedTensor(value), outs = SavedTensor(out),
-                lse](const Tensor& dout_in) -> Grads {
-                   const Tensor &q = qs.get(), &k = ks.get(), &v = vs.get();
-                   const auto expanded = [&](int64_t rows, int64_t cols) {
-                       Shape s = c.batch;
-                       s.push_back(rows);
-                       s.push_back(cols);
-                       return zeros(s, q.dtype());
-                   };
-                   Tensor dq = expanded(c.L, c.E), dk = expanded(c.S, c.E), dv = expanded(c.S, c.Ev);
-                   Tensor dout = contiguous_data(dout_in);
-                   if (c.S > 0 && dout.numel() > 0)
-                       dispatch_floating(q.dtype(), "scaled_dot_product_attention", [&]<typename T>(TypeTag<T>) {
-                           backward(problem<T>(c, q, k, v), outs.get().data_ptr<T>(), lse.data_ptr<T>(),
-                                    dout.data_ptr<T>(), dq.data_ptr<T>(), dk.data_ptr<T>(), dv.data_ptr<T>());
-                       });
-                   // A broadcast input's gradient sums over the dims it was broadcast along.
-                   return {sum_to(dq, q.shape()), sum_to(dk, k.shape()), sum_to(dv, v.shape())};
-               });
-    return out;
+    return definition(c, query, key, value, generator);
 }
 
 } // namespace ember

@@ -1,5 +1,5 @@
 // Arithmetic: add, sub, mul, div, pow, outer; tensor with tensor (broadcast)
-// and with scalars; the in-place forms; the operators.
+// and with scalars; the operators. (The in-place forms: inplace.cpp.)
 //
 // Result dtypes follow PyTorch: tensor-tensor ops promote (int64 + float32 is
 // float32), a floating scalar lifts an integer tensor to float32, and div is
@@ -10,20 +10,31 @@
 // tests/test_binary.cpp.
 #include <cmath>
 
+#include "core/ops/binary.h"
+
 #include "core/autograd/autograd.h"
-#include "core/kernels/loops.h"
+#include "core/loops/arithmetic.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 
 namespace ember {
 
-using namespace internal;
+using internal::add_op;
+using internal::check_not_bool_sub;
+using internal::converted;
+using internal::empty_for;
+using internal::map_binary;
+using internal::map_unary;
+using internal::mul_op;
+using internal::sub_op;
+using internal::true_div_type;
 
 namespace {
 
 // out = f(a, b) over the broadcast shape, computed in `dtype`.
 template <typename F>
-Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType dtype, F f) {
+Tensor elementwise(const char* op, const Tensor& a, const Tensor& b, DType dtype, F f) {
     Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
     Tensor out = empty_for(op, shape, dtype);
     Tensor ca = converted(a, dtype);
@@ -35,7 +46,7 @@ Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType dty
 // out = f(a, s) with the scalar cast to `dtype` first, as PyTorch does
 // (x / 3.0 on float32 divides by float(3.0)).
 template <typename F>
-Tensor scalar_kernel(const char* op, const Tensor& a, Scalar s, DType dtype, F f) {
+Tensor with_scalar(const char* op, const Tensor& a, Scalar s, DType dtype, F f) {
     Tensor out = empty_for(op, a.shape(), dtype);
     Tensor ca = converted(a, dtype);
     dispatch(dtype, [&]<typename T>(TypeTag<T>) {
@@ -45,21 +56,12 @@ Tensor scalar_kernel(const char* op, const Tensor& a, Scalar s, DType dtype, F f
     return out;
 }
 
-DType true_div_type(DType dtype) { return is_floating(dtype) ? dtype : kFloat32; }
-
-// On bool, add is "or" and mul is "and" (add_op and mul_op on bool do that);
-// PyTorch refuses subtraction, and so does ember.
-void check_not_bool_sub(const char* op, DType dtype) {
-    if (dtype == kBool)
-        fail<DTypeError>(op, "subtraction of bool tensors is not supported; use ne(a, b) for exclusive or");
-}
-
 } // namespace
 
 // ---- add, sub ----------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_kernel("add", a, b, result_type(a, b), [](auto x, auto y) { return add_op(x, y); });
+    Tensor out = elementwise("add", a, b, result_type(a, b), [](auto x, auto y) { return add_op(x, y); });
     // forward: out = a + b, so da = dout and db = dout (each summed to its shape).
     if (needs_grad(a, b))
         attach(out, "AddBackward0", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& dout) -> Grads {
@@ -69,7 +71,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor add(const Tensor& a, Scalar b) {
-    Tensor out = scalar_kernel("add", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return add_op(x, y); });
+    Tensor out = with_scalar("add", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return add_op(x, y); });
     // forward: out = a + b, so da = dout.
     if (needs_grad(a)) attach(out, "AddBackward0", {a}, [](const Tensor& dout) -> Grads { return {dout}; });
     return out;
@@ -77,7 +79,7 @@ Tensor add(const Tensor& a, Scalar b) {
 
 Tensor sub(const Tensor& a, const Tensor& b) {
     check_not_bool_sub("sub", result_type(a, b));
-    Tensor out = binary_kernel("sub", a, b, result_type(a, b), [](auto x, auto y) { return sub_op(x, y); });
+    Tensor out = elementwise("sub", a, b, result_type(a, b), [](auto x, auto y) { return sub_op(x, y); });
     // forward: out = a - b, so da = dout and db = -dout.
     if (needs_grad(a, b))
         attach(out, "SubBackward0", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& dout) -> Grads {
@@ -88,7 +90,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 
 Tensor sub(const Tensor& a, Scalar b) {
     check_not_bool_sub("sub", b.result_type(a.dtype()));
-    Tensor out = scalar_kernel("sub", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return sub_op(x, y); });
+    Tensor out = with_scalar("sub", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return sub_op(x, y); });
     // forward: out = a - b, so da = dout.
     if (needs_grad(a)) attach(out, "SubBackward0", {a}, [](const Tensor& dout) -> Grads { return {dout}; });
     return out;
@@ -96,7 +98,7 @@ Tensor sub(const Tensor& a, Scalar b) {
 
 Tensor sub(Scalar a, const Tensor& b) {
     check_not_bool_sub("sub", a.result_type(b.dtype()));
-    Tensor out = scalar_kernel("sub", b, a, a.result_type(b.dtype()), [](auto x, auto y) { return sub_op(y, x); });
+    Tensor out = with_scalar("sub", b, a, a.result_type(b.dtype()), [](auto x, auto y) { return sub_op(y, x); });
     // forward: out = a - b, so db = -dout.
     if (needs_grad(b)) attach(out, "RsubBackward1", {b}, [](const Tensor& dout) -> Grads { return {neg(dout)}; });
     return out;
@@ -105,7 +107,7 @@ Tensor sub(Scalar a, const Tensor& b) {
 // ---- mul, div ------------------------------------------------------------------------------
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_kernel("mul", a, b, result_type(a, b), [](auto x, auto y) { return mul_op(x, y); });
+    Tensor out = elementwise("mul", a, b, result_type(a, b), [](auto x, auto y) { return mul_op(x, y); });
     // forward: out = a * b, so da = dout * b and db = dout * a. Each input is
     // saved only if the other one needs its gradient.
     if (needs_grad(a, b)) {
@@ -123,14 +125,14 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, Scalar b) {
-    Tensor out = scalar_kernel("mul", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return mul_op(x, y); });
+    Tensor out = with_scalar("mul", a, b, b.result_type(a.dtype()), [](auto x, auto y) { return mul_op(x, y); });
     // forward: out = a * b, so da = dout * b.
     if (needs_grad(a)) attach(out, "MulBackward0", {a}, [b](const Tensor& dout) -> Grads { return {mul(dout, b)}; });
     return out;
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_kernel("div", a, b, true_div_type(result_type(a, b)), [](auto x, auto y) { return x / y; });
+    Tensor out = elementwise("div", a, b, true_div_type(result_type(a, b)), [](auto x, auto y) { return x / y; });
     // forward: out = a / b, so da = dout / b and db = -dout * a / b^2.
     if (needs_grad(a, b)) {
         bool need_b = b.requires_grad();
@@ -149,7 +151,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 
 Tensor div(const Tensor& a, Scalar b) {
     Tensor out =
-        scalar_kernel("div", a, b, true_div_type(b.result_type(a.dtype())), [](auto x, auto y) { return x / y; });
+        with_scalar("div", a, b, true_div_type(b.result_type(a.dtype())), [](auto x, auto y) { return x / y; });
     // forward: out = a / b, so da = dout / b.
     if (needs_grad(a)) attach(out, "DivBackward0", {a}, [b](const Tensor& dout) -> Grads { return {div(dout, b)}; });
     return out;
@@ -262,112 +264,6 @@ Tensor outer(const Tensor& a, const Tensor& b) {
     // out[i, j] = a[i] * b[j]: a as a column (N,1) times b (M), broadcast to
     // (N,M). PyTorch writes it the same way, so its node is mul's.
     return mul(a.reshape({a.size(0), 1}), b);
-}
-
-// ---- in-place forms -----------------------------------------------------------------------------
-
-namespace {
-
-// self = f(self, other) with other broadcast to self's shape and computed in
-// self's dtype. Checks that the op can write into self: its shape must be the
-// broadcast shape, a float result cannot go into an integer tensor, and self
-// must not have two indices on one element (an expanded tensor).
-template <typename F>
-void inplace_kernel(const char* op, const Tensor& self, const Tensor& other, F f) {
-    if (broadcast_shapes(self.shape(), other.shape(), op) != self.shape())
-        fail<ShapeError>(op, "the result of shape ", broadcast_shapes(self.shape(), other.shape(), op),
-                         " does not fit in the tensor of shape ", self.shape(), " it would be written to");
-    DType dtype = result_type(self, other);
-    if (is_floating(dtype) && !self.is_floating_point())
-        fail<DTypeError>(op, "a ", dtype_name(dtype), " result cannot be written into a ", dtype_name(self.dtype()),
-                         " tensor of shape ", self.shape());
-    check_writable(self, op);
-    // If other shares memory with self, read a copy: writes to self would
-    // otherwise change other's elements before they are read.
-    Tensor src = converted(unaliased(other, self), self.dtype());
-    dispatch(self.dtype(),
-             [&]<typename T>(TypeTag<T>) { map_binary<T, T>(self, self, src, [f](T x, T y) { return f(x, y); }); });
-    bump_version(self);
-}
-
-} // namespace
-
-Tensor& Tensor::add_(const Tensor& other) {
-    bool grad = needs_grad(*this, other);
-    check_inplace(*this, "add_", grad);
-    inplace_kernel("add_", *this, other, [](auto x, auto y) { return add_op(x, y); });
-    // forward: self = self + other, so dself = dout and dother = dout summed to its shape.
-    if (grad)
-        attach_inplace(*this, "AddBackward0", {*this, other}, [so = other.shape()](const Tensor& dout) -> Grads {
-            return {dout, sum_to(dout, so)};
-        });
-    return *this;
-}
-
-Tensor& Tensor::add_(Scalar other) {
-    check_inplace(*this, "add_", needs_grad(*this));
-    inplace_kernel("add_", *this, scalar_tensor(other, other.result_type(dtype())),
-                   [](auto x, auto y) { return add_op(x, y); });
-    // forward: self = self + other, so dself = dout: the history is unchanged
-    // but for one more node that passes dout through.
-    if (needs_grad(*this))
-        attach_inplace(*this, "AddBackward0", {*this}, [](const Tensor& dout) -> Grads { return {dout}; });
-    return *this;
-}
-
-Tensor& Tensor::sub_(const Tensor& other) {
-    check_not_bool_sub("sub_", dtype());
-    bool grad = needs_grad(*this, other);
-    check_inplace(*this, "sub_", grad);
-    inplace_kernel("sub_", *this, other, [](auto x, auto y) { return sub_op(x, y); });
-    // forward: self = self - other, so dself = dout and dother = -dout summed to its shape.
-    if (grad)
-        attach_inplace(*this, "SubBackward0", {*this, other}, [so = other.shape()](const Tensor& dout) -> Grads {
-            return {dout, ember::neg(sum_to(dout, so))};
-        });
-    return *this;
-}
-
-Tensor& Tensor::mul_(const Tensor& other) {
-    bool grad = needs_grad(*this, other);
-    check_inplace(*this, "mul_", grad);
-    // Backward needs self's and other's values from before the write: save
-    // them first, copying whatever the write will overwrite.
-    SavedTensor old_self(grad && other.requires_grad() ? contiguous_data(detach()).clone() : Tensor());
-    SavedTensor other_saved(grad ? unaliased(other, *this) : Tensor());
-    inplace_kernel("mul_", *this, other, [](auto x, auto y) { return mul_op(x, y); });
-    // forward: self = self * other, so dself = dout * other and dother = dout * old self.
-    if (grad)
-        attach_inplace(*this, "MulBackward0", {*this, other},
-                       [so = other.shape(), other_saved, old = old_self](const Tensor& dout) -> Grads {
-                           Tensor dother = old.get().defined() ? sum_to(mul(dout, old.get()), so) : Tensor();
-                           return {mul(dout, other_saved.get()), dother};
-                       });
-    return *this;
-}
-
-Tensor& Tensor::mul_(Scalar other) {
-    bool grad = needs_grad(*this);
-    check_inplace(*this, "mul_", grad);
-    inplace_kernel("mul_", *this, scalar_tensor(other, other.result_type(dtype())),
-                   [](auto x, auto y) { return mul_op(x, y); });
-    // forward: self = self * other, so dself = dout * other.
-    if (grad)
-        attach_inplace(*this, "MulBackward0", {*this},
-                       [other](const Tensor& dout) -> Grads { return {mul(dout, other)}; });
-    return *this;
-}
-
-Tensor& Tensor::div_(Scalar other) {
-    bool grad = needs_grad(*this);
-    check_inplace(*this, "div_", grad);
-    inplace_kernel("div_", *this, scalar_tensor(other, true_div_type(other.result_type(dtype()))),
-                   [](auto x, auto y) { return x / y; });
-    // forward: self = self / other, so dself = dout / other.
-    if (grad)
-        attach_inplace(*this, "DivBackward0", {*this},
-                       [other](const Tensor& dout) -> Grads { return {div(dout, other)}; });
-    return *this;
 }
 
 // ---- operators ---------------------------------------------------------------------------------

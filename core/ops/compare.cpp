@@ -7,13 +7,23 @@
 // flow only to the elements that were not replaced.
 // Tests: tests/test_compare.cpp.
 #include "core/autograd/autograd.h"
-#include "core/kernels/loops.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 
 namespace ember {
 
-using namespace internal;
+using internal::broadcast_strides;
+using internal::bump_version;
+using internal::check_writable;
+using internal::converted;
+using internal::data_of;
+using internal::empty_for;
+using internal::map_binary;
+using internal::map_ternary;
+using internal::parallel_for_each_run;
+using internal::StridedLayout;
+using internal::unaliased;
 
 // ---- comparisons ---------------------------------------------------------------------------
 
@@ -96,7 +106,7 @@ void check_mask(const char* op, const Tensor& mask, const Shape& other) {
 }
 
 // out = condition ? a : b over the broadcast shape of all three, in `dtype`.
-Tensor select_kernel(const char* op, const Tensor& condition, const Tensor& a, const Tensor& b, DType dtype) {
+Tensor select_where(const char* op, const Tensor& condition, const Tensor& a, const Tensor& b, DType dtype) {
     Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), op), b.shape(), op);
     Tensor out = empty_for(op, shape, dtype);
     Tensor ca = converted(a, dtype);
@@ -111,7 +121,7 @@ Tensor select_kernel(const char* op, const Tensor& condition, const Tensor& a, c
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     check_mask("where", condition, broadcast_shapes(a.shape(), b.shape(), "where"));
-    Tensor out = select_kernel("where", condition, a, b, result_type(a, b));
+    Tensor out = select_where("where", condition, a, b, result_type(a, b));
     // forward: out = cond ? a : b, so da = dout where cond (else 0) and
     // db = dout where not cond, each summed to its shape.
     if (needs_grad(a, b))
@@ -127,7 +137,7 @@ Tensor where(const Tensor& condition, const Tensor& a, Scalar b) { return where(
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
     check_mask("masked_fill", mask, x.shape());
-    Tensor out = select_kernel("masked_fill", mask, scalar_tensor(value, x.dtype()), x, x.dtype());
+    Tensor out = select_where("masked_fill", mask, scalar_tensor(value, x.dtype()), x, x.dtype());
     // forward: out = mask ? value : x, so dx = dout where the mask is false, else 0.
     if (needs_grad(x))
         attach(out, "MaskedFillBackward0", {x, mask},

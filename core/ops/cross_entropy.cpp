@@ -3,60 +3,47 @@
 // cross_entropy(logits (N,C), targets (N)) = mean over the targets that are
 // not ignore_index of -log softmax(logits[n])[targets[n]]. Fusing the two
 // avoids materialising log-probabilities and gives the famous gradient
-// (softmax - onehot) / count. docs/softmax.md derives it. The loops here
-// define the result; core/kernels/cross_entropy.h is a copy compiled for
-// AVX2 too, with the same bits, run when the fast kernels are on.
+// (softmax - onehot) / count. docs/softmax.md derives it. The row loops
+// that define the result are in cross_entropy.h; with the fast kernels on,
+// core/kernels/cross_entropy.cpp runs the same loops compiled for AVX2 too.
 // Tests: tests/test_loss.cpp, tests/test_kernels.cpp.
-#include <cmath>
-#include <limits>
+#include "core/ops/cross_entropy.h"
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/cross_entropy.h"
 #include "core/kernels/dispatch.h"
-#include "core/kernels/exponential.h"
-#include "core/kernels/loops.h"
 #include "core/ops/ops.h"
+#include "core/tensor/internal.h"
 
 namespace ember {
 
-using namespace internal;
+using internal::check_floating;
+using internal::contiguous_data;
+using internal::cross_entropy_backward_rows;
+using internal::cross_entropy_forward_rows;
+using internal::empty_for;
+using internal::kFastKernelsBuilt;
+using internal::use_fast_kernels;
+namespace fast = internal::fast;
 
 namespace {
 
-// cross_entropy's forward over n rows of c logits: lse_n = log sum_j e^(x_nj)
-// into lse, and the sum over counted rows of lse_n - x[n, t_n] returned.
+// The rows of cross_entropy.h, or their fast copy when the fast kernels are
+// on (core/kernels/dispatch.h): the same loops, the same bits.
 template <typename T>
-double forward_rows(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index, double* lse) {
-    double total = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const T* row = x + i * c;
-        T m = -std::numeric_limits<T>::infinity();
-        for (int64_t j = 0; j < c; ++j) m = std::max(m, row[j]);
-        // The exponentials in x's dtype (as PyTorch's log_softmax), their sum in double.
-        const double sum = sum_exp(row, 1, c, m);
-        lse[i] = static_cast<double>(m) + std::log(sum);
-        // -log softmax(x)[t] = lse - x[t]
-        if (targets[i] != ignore_index) total += lse[i] - static_cast<double>(row[targets[i]]);
+double forward(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index, double* lse) {
+    if constexpr (kFastKernelsBuilt) {
+        if (use_fast_kernels()) return fast::cross_entropy_forward(x, targets, n, c, ignore_index, lse);
     }
-    return total;
+    return cross_entropy_forward_rows(x, targets, n, c, ignore_index, lse);
 }
 
-// Its backward: dx_nj = scale * (softmax_nj - [j == t_n]) for counted rows,
-// 0 for ignored ones, with softmax_nj = e^(x_nj - lse_n) in x's dtype.
 template <typename T>
-void backward_rows(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index, const double* lse,
-                   double scale, T* dx) {
-    for (int64_t i = 0; i < n; ++i) {
-        T* drow = dx + i * c;
-        if (targets[i] == ignore_index) {
-            for (int64_t j = 0; j < c; ++j) drow[j] = T(0);
-            continue;
-        }
-        for (int64_t j = 0; j < c; ++j)
-            drow[j] = static_cast<T>(
-                static_cast<double>(exponential(static_cast<T>(static_cast<double>(x[i * c + j]) - lse[i]))) * scale);
-        drow[targets[i]] -= static_cast<T>(scale);
+void backward(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index, const double* lse,
+              double scale, T* dx) {
+    if constexpr (kFastKernelsBuilt) {
+        if (use_fast_kernels()) return fast::cross_entropy_backward(x, targets, n, c, ignore_index, lse, scale, dx);
     }
+    cross_entropy_backward_rows(x, targets, n, c, ignore_index, lse, scale, dx);
 }
 
 } // namespace
@@ -94,8 +81,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
     dispatch_floating(x.dtype(), "cross_entropy", [&]<typename T>(TypeTag<T>) {
         const T* px = x.data_ptr<T>();
         double* pl = lse.data_ptr<double>();
-        const double total = use_fast_kernels() ? cross_entropy_forward_rows(px, pt, n, c, ignore_index, pl)
-                                                : forward_rows(px, pt, n, c, ignore_index, pl);
+        const double total = forward(px, pt, n, c, ignore_index, pl);
         // Every target ignored: 0/0 = NaN, as PyTorch.
         loss.data_ptr<T>()[0] = static_cast<T>(total / static_cast<double>(count));
     });
@@ -114,9 +100,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
                        const int64_t* pt = ts.get().data_ptr<int64_t>();
                        const double* pl = ls.get().data_ptr<double>();
                        const double scale = dout.item<double>() / static_cast<double>(count);
-                       if (use_fast_kernels())
-                           cross_entropy_backward_rows(px, pt, n, c, ignore_index, pl, scale, dx.data_ptr<T>());
-                       else backward_rows(px, pt, n, c, ignore_index, pl, scale, dx.data_ptr<T>());
+                       backward(px, pt, n, c, ignore_index, pl, scale, dx.data_ptr<T>());
                    });
                    return {dx, Tensor()};
                });

@@ -8,13 +8,18 @@
 // embedding picks rows the same way. (chunk and split are views: core/tensor/view.cpp.)
 // Tests: tests/test_index.cpp.
 #include "core/autograd/autograd.h"
-#include "core/kernels/loops.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 
 namespace ember {
 
-using namespace internal;
+using internal::contiguous_data;
+using internal::copy_elements;
+using internal::DimSplit;
+using internal::empty_for;
+using internal::make_view;
+using internal::split_at;
 
 // ---- cat, stack -----------------------------------------------------------------------------------
 
@@ -156,7 +161,7 @@ Tensor index_add_backward(const char* op, const Tensor& dout, const Tensor& idx,
 
 
 // out[o, i, :] = x[o, index[i], :] around dim d (no autograd).
-Tensor gather_kernel(const char* op, const Tensor& x, int64_t d, const Tensor& idx) {
+Tensor gather_rows(const char* op, const Tensor& x, int64_t d, const Tensor& idx) {
     Tensor src = contiguous_data(x);
     Shape out_shape = x.shape();
     out_shape[d] = idx.numel();
@@ -188,7 +193,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
     if (x.dim() == 0) fail<IndexError>("index_select", "cannot index a 0-dimensional tensor");
     int64_t d = wrap_dim(dim, x.dim(), "index_select");
     Tensor idx = checked_indices(index, x.shape()[d], "index_select", x, dim);
-    Tensor out = gather_kernel("index_select", x, d, idx);
+    Tensor out = gather_rows("index_select", x, d, idx);
     // forward: out[.., i, ..] = x[.., index[i], ..], so dx[.., index[i], ..] += dout[.., i, ..].
     if (needs_grad(x))
         attach(out, "IndexSelectBackward0", {x, index},
@@ -224,7 +229,7 @@ Tensor embedding(const Tensor& input, const Tensor& weight) {
     // input (any shape) picks rows of weight (V,C): out is (*input.shape, C).
     Shape out_shape = input.shape();
     out_shape.push_back(weight.shape()[1]);
-    Tensor out = gather_kernel("embedding", weight, 0, idx).view(out_shape);
+    Tensor out = gather_rows("embedding", weight, 0, idx).view(out_shape);
     // forward: out[n] = weight[input[n]], so dweight[input[n]] += dout[n]
     // (a row picked twice gets both gradients).
     if (needs_grad(weight))

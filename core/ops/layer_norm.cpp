@@ -4,98 +4,76 @@
 // mean and unit variance, then scaled and shifted per column:
 //   mean = 1/N sum x,  var = 1/N sum (x - mean)^2 (biased),
 //   rstd = 1 / sqrt(var + eps),  xhat = (x - mean) * rstd,  y = xhat * w + b.
-// Backward saves the math's names: x, mean, rstd. The loops here define the
-// result; core/kernels/layer_norm.h is a faster copy with the same bits,
-// which runs when the fast kernels are on. docs/layer_norm.md derives the
+// Backward saves the math's names: x, mean, rstd. The row loops that define
+// the result are in layer_norm.h; with the fast kernels on,
+// core/kernels/layer_norm.cpp runs the same functions in another order of
+// rows and columns, with the same bits. docs/layer_norm.md derives the
 // backward; tests: tests/test_layer_norm.cpp, tests/test_kernels.cpp.
-#include <cmath>
-#include <vector>
+#include "core/ops/layer_norm.h"
 
 #include "core/autograd/autograd.h"
 #include "core/kernels/dispatch.h"
-#include "core/kernels/layer_norm.h"
-#include "core/kernels/loops.h"
-#include "core/kernels/row_sum.h"
+#include "core/loops/parallel.h"
 #include "core/ops/ops.h"
+#include "core/tensor/internal.h"
 #include "core/tensor/shape.h"
 
 namespace ember {
 
-using namespace internal;
+using internal::check_floating;
+using internal::contiguous_data;
+using internal::dweight_dbias_columns;
+using internal::dx_row;
+using internal::dxhat_means;
+using internal::DxhatMeans;
+using internal::empty_for;
+using internal::kFastKernelsBuilt;
+using internal::normalize_row;
+using internal::row_mean;
+using internal::row_variance;
+using internal::rstd_of;
+using internal::use_fast_kernels;
+namespace fast = internal::fast;
 
 namespace {
 
-// forward, for `rows` rows of n: y, and the mean and rstd backward needs.
-// Sums run in double, in row_sum's order (core/kernels/row_sum.h).
+// forward, for `rows` rows of n: y, and the mean and rstd backward needs;
+// the fast copy when the fast kernels are on (core/kernels/dispatch.h).
 template <typename T>
-void forward_rows(const T* px, const T* pw, const T* pb, double eps, int64_t rows, int64_t n, T* py, double* pm,
-                  double* pr) {
+void forward(const T* x, const T* weight, const T* bias, double eps, int64_t rows, int64_t n, T* y, double* mean,
+             double* rstd) {
+    if constexpr (kFastKernelsBuilt) {
+        if (use_fast_kernels()) return fast::layer_norm_forward(x, weight, bias, eps, rows, n, y, mean, rstd);
+    }
     parallel_for(0, rows, grain_for(n), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
-            const T* xr = px + r * n;
-            T* yr = py + r * n;
-            // Two passes: the mean, then the squared deviations from it.
-            const double m = row_sum(n, [&](int64_t j) { return static_cast<double>(xr[j]); }) / static_cast<double>(n);
-            const double var = row_sum(n,
-                                       [&](int64_t j) {
-                                           const double d = xr[j] - m;
-                                           return d * d;
-                                       }) /
-                               static_cast<double>(n);
-            const double s = 1.0 / std::sqrt(var + eps);
-            pm[r] = m;
-            pr[r] = s;
-            // y = xhat * w + b, each step rounded to T as three separate ops would.
-            for (int64_t j = 0; j < n; ++j) {
-                T v = static_cast<T>((xr[j] - m) * s); // xhat
-                if (pw) v *= pw[j];
-                if (pb) v += pb[j];
-                yr[j] = v;
-            }
+            const T* xr = x + r * n;
+            mean[r] = row_mean(xr, n);
+            rstd[r] = rstd_of(row_variance(xr, n, mean[r]), eps);
+            normalize_row(xr, weight, bias, n, mean[r], rstd[r], y + r * n);
         }
     });
 }
 
-// backward of y = xhat * w + b, xhat = (x - mean) * rstd, per row:
-//   dxhat = dout * w
-//   dx = rstd * (dxhat - mean_j(dxhat) - xhat * mean_j(dxhat * xhat))
-// (the mean and rstd depend on every x of the row: those are the two terms
-// subtracted), and over rows: dw = sum dout * xhat, db = sum dout, each
-// column summed over the rows in order. pd, pdw and pdb may be null.
+// backward: dx, dweight and dbias (each may be null) from dout and the saved
+// x, mean and rstd; weight is all 1 when the op had none. dweight and dbias
+// sum each column over the rows in order, on one thread.
 template <typename T>
-void backward_rows(const T* pg, const T* px, const T* pw, const double* pm, const double* pr, int64_t rows, int64_t n,
-                   T* pd, T* pdw, T* pdb) {
-    if (pd)
+void backward(const T* dout, const T* x, const T* weight, const double* mean, const double* rstd, int64_t rows,
+              int64_t n, T* dx, T* dweight, T* dbias) {
+    if constexpr (kFastKernelsBuilt) {
+        if (use_fast_kernels())
+            return fast::layer_norm_backward(dout, x, weight, mean, rstd, rows, n, dx, dweight, dbias);
+    }
+    if (dx)
         parallel_for(0, rows, grain_for(n), [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
-                const T* g = pg + r * n;
-                const T* xr = px + r * n;
-                const double m = pm[r], s = pr[r];
-                auto dxhat = [&](int64_t j) { return static_cast<double>(g[j]) * pw[j]; };
-                const double a = row_sum(n, dxhat) / static_cast<double>(n);
-                const double c =
-                    row_sum(n, [&](int64_t j) { return dxhat(j) * ((xr[j] - m) * s); }) / static_cast<double>(n);
-                for (int64_t j = 0; j < n; ++j) {
-                    const double xhat = (xr[j] - m) * s;
-                    pd[r * n + j] = static_cast<T>(s * (static_cast<double>(g[j]) * pw[j] - a - xhat * c));
-                }
+                const T *g = dout + r * n, *xr = x + r * n;
+                const DxhatMeans means = dxhat_means(g, xr, weight, n, mean[r], rstd[r]);
+                dx_row(g, xr, weight, n, mean[r], rstd[r], means, dx + r * n);
             }
         });
-    if (!pdw && !pdb) return;
-    std::vector<double> sw(static_cast<size_t>(n), 0.0), sb(sw);
-    for (int64_t r = 0; r < rows; ++r) {
-        const T* g = pg + r * n;
-        const T* xr = px + r * n;
-        const double m = pm[r], s = pr[r];
-        for (int64_t j = 0; j < n; ++j) {
-            sw[j] += static_cast<double>(g[j]) * ((xr[j] - m) * s);
-            sb[j] += static_cast<double>(g[j]);
-        }
-    }
-    for (int64_t j = 0; j < n; ++j) {
-        if (pdw) pdw[j] = static_cast<T>(sw[j]);
-        if (pdb) pdb[j] = static_cast<T>(sb[j]);
-    }
+    if (dweight || dbias) dweight_dbias_columns(dout, x, mean, rstd, rows, n, 0, n, dweight, dbias);
 }
 
 template <typename T>
@@ -134,12 +112,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     Tensor mean = empty_for("layer_norm", {rows}, kFloat64);
     Tensor rstd = empty_for("layer_norm", {rows}, kFloat64);
     dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>(TypeTag<T>) {
-        const T* px = xc.data_ptr<T>();
-        const T *pw = data_or_null<T>(wc), *pb = data_or_null<T>(bc);
-        T* py = y.data_ptr<T>();
-        double *pm = mean.data_ptr<double>(), *pr = rstd.data_ptr<double>();
-        if (use_fast_kernels()) layer_norm_forward_rows(px, pw, pb, eps, rows, n, py, pm, pr);
-        else forward_rows(px, pw, pb, eps, rows, n, py, pm, pr);
+        forward(xc.data_ptr<T>(), data_or_null<T>(wc), data_or_null<T>(bc), eps, rows, n, y.data_ptr<T>(),
+                mean.data_ptr<double>(), rstd.data_ptr<double>());
     });
 
     if (needs_grad(x, weight, bias)) {
@@ -158,11 +132,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                    Tensor w = ws.get().defined() ? ws.get() : ones({n}, xv.dtype());
                    Tensor g = contiguous_data(dout);
                    dispatch_floating(xv.dtype(), "layer_norm", [&]<typename T>(TypeTag<T>) {
-                       const T *pg = g.data_ptr<T>(), *px = xv.data_ptr<T>(), *pw = w.data_ptr<T>();
-                       const double *pm = ms.get().data_ptr<double>(), *pr = rs.get().data_ptr<double>();
-                       T *pd = data_or_null<T>(dx), *pdw = data_or_null<T>(dw), *pdb = data_or_null<T>(db);
-                       if (use_fast_kernels()) layer_norm_backward_rows(pg, px, pw, pm, pr, rows, n, pd, pdw, pdb);
-                       else backward_rows(pg, px, pw, pm, pr, rows, n, pd, pdw, pdb);
+                       backward(g.data_ptr<T>(), xv.data_ptr<T>(), w.data_ptr<T>(), ms.get().data_ptr<double>(),
+                                rs.get().data_ptr<double>(), rows, n, data_or_null<T>(dx), data_or_null<T>(dw),
+                                data_or_null<T>(db));
                    });
                    return {dx, dw, db};
                });

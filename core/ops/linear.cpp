@@ -7,14 +7,18 @@
 // (out, in) layout, so the optimiser's gradient needs no transposing copy.
 // nn::Linear (nn/linear.h) runs it. Tests: tests/test_matmul.cpp.
 #include "core/autograd/autograd.h"
-#include "core/kernels/gemm.h"
-#include "core/kernels/loops.h"
+#include "core/loops/map.h"
+#include "core/ops/matmul.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 
 namespace ember {
 
-using namespace internal;
+using internal::contiguous_data;
+using internal::data_of;
+using internal::empty_for;
+using internal::gemm;
+using internal::MatrixRef;
 
 namespace {
 

@@ -1,14 +1,17 @@
-// matmul with PyTorch's semantics (the cases below), on top of the gemm
-// kernels (core/kernels/gemm.h). The 1-D cases, and the folding of
-// (B...,M,K) @ (K,N) into one 2-D product, are views around the batched
-// product, so only that product needs a backward of its own. Operands are
-// read where they lie, whatever their strides. docs/matmul.md; tests:
-// tests/test_matmul.cpp.
+// matmul with PyTorch's semantics (the cases below), on top of the 2-D
+// product gemm (matmul.h), whose definition, a plain loop, opens this file.
+// The 1-D cases, and the folding of (B...,M,K) @ (K,N) into one 2-D
+// product, are views around the batched product, so only that product
+// needs a backward of its own. Operands are read where they lie, whatever
+// their strides. docs/matmul.md; tests: tests/test_matmul.cpp.
+#include "core/ops/matmul.h"
+
 #include <vector>
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/gemm.h"
-#include "core/kernels/loops.h"
+#include "core/kernels/dispatch.h"
+#include "core/loops/iter.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 #include "core/tensor/shape.h"
 
@@ -20,7 +23,82 @@
 
 namespace ember {
 
-using namespace internal;
+// ---- the 2-D product: c = a @ b ---------------------------------------------------------
+
+namespace internal {
+
+namespace {
+
+// c_ij = (accumulate ? c_ij : 0) + sum_k a_ik b_kj, the sum taken in
+// increasing k and rounded after every multiply and every add, in T. The
+// loops run i-k-j: for each row i of C, a_ik times row k of B is added into
+// the whole row at once, so the inner loop walks two contiguous rows (which
+// the compiler vectorises) while each c_ij still receives its products in
+// increasing k. Threads take whole rows of C.
+template <typename T>
+void plain(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool accumulate) {
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    if (m == 0 || n == 0) return;
+    // The inner loop wants B's rows contiguous: a B read through a column
+    // stride (W^T, k^T) is copied row-major first, k*n values against the
+    // m*n*k multiply-adds.
+    std::vector<T> b_rows;
+    if (b.col_stride != 1 && k > 0) {
+        b_rows.resize(static_cast<size_t>(k * n));
+        for (int64_t p = 0; p < k; ++p)
+            for (int64_t j = 0; j < n; ++j) b_rows[p * n + j] = b.at(p, j);
+        b = MatrixRef<const T>{b_rows.data(), k, n, n, 1};
+    }
+    parallel_for(0, m, grain_for(n * k, kGemmParallelWork), [&](int64_t begin, int64_t end) {
+        std::vector<T> row(static_cast<size_t>(n)); // row i of C while it is summed
+        for (int64_t i = begin; i < end; ++i) {
+            for (int64_t j = 0; j < n; ++j) row[j] = accumulate ? c.at(i, j) : T(0);
+            for (int64_t p = 0; p < k; ++p) {
+                const T aip = a.at(i, p);
+                const T* brow = &b.at(p, 0);
+                for (int64_t j = 0; j < n; ++j) row[j] += aip * brow[j];
+            }
+            for (int64_t j = 0; j < n; ++j) c.at(i, j) = row[j];
+        }
+    });
+}
+
+// The definition, or the fast kernels when they are on (core/kernels/dispatch.h).
+template <typename T>
+void plain_or_fast(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool accumulate) {
+    if constexpr (kFastKernelsBuilt) {
+        if (use_fast_kernels()) return fast::gemm(a, b, c, accumulate);
+    }
+    plain(a, b, c, accumulate);
+}
+
+} // namespace
+
+void gemm_plain(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    plain(a, b, c, accumulate);
+}
+void gemm_plain(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate) {
+    plain(a, b, c, accumulate);
+}
+
+void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    plain_or_fast(a, b, c, accumulate);
+}
+void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate) {
+    plain_or_fast(a, b, c, accumulate);
+}
+
+} // namespace internal
+
+// ---- matmul ------------------------------------------------------------------------------
+
+using internal::broadcast_strides;
+using internal::data_of;
+using internal::empty_for;
+using internal::for_each_gemm_slice;
+using internal::gemm;
+using internal::MatrixRef;
+using internal::offset_of;
 
 namespace {
 
@@ -42,17 +120,12 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b) {
     const int64_t nbatch = shape_numel(batch);
     const int64_t nb = static_cast<int64_t>(batch.size());
 
-    // Slice i's matrices start where batch index i, decomposed over the
-    // broadcast batch dims, meets each operand's strides (0 where broadcast).
+    // Slice i's matrices start at batch index i over the broadcast batch
+    // dims, through each operand's batch strides (0 where broadcast).
     std::vector<int64_t> a_at(static_cast<size_t>(nbatch)), b_at(static_cast<size_t>(nbatch));
     for (int64_t i = 0; i < nbatch; ++i) {
-        int64_t rest = i;
-        for (int64_t d = nb - 1; d >= 0; --d) {
-            const int64_t coord = rest % batch[d];
-            rest /= batch[d];
-            a_at[i] += coord * sa[d];
-            b_at[i] += coord * sb[d];
-        }
+        a_at[i] = offset_of(i, batch, std::span(sa).first(nb));
+        b_at[i] = offset_of(i, batch, std::span(sb).first(nb));
     }
     dispatch_floating(a.dtype(), "matmul", [&]<typename T>(TypeTag<T>) {
         const T* pa = data_of<T>(a);

@@ -54,7 +54,7 @@ Tensor bernoulli(const Tensor& p, Generator* generator = nullptr);
 // Indices sampled from each row of `probs` (1-D or 2-D, non-negative weights).
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false, Generator* generator = nullptr);
 
-// ---- elementwise (core/ops/binary.cpp, compare.cpp, unary.cpp) ----------------------
+// ---- elementwise (core/ops/binary.cpp, compare.cpp, unary.cpp; add_ ...: inplace.cpp) -
 // The dtype a binary op between a and b computes in (PyTorch's result_type:
 // promotion over bool < int64 < float32 < float64, where a 0-d tensor only
 // counts if it is of a higher category than the others).
@@ -142,7 +142,7 @@ Tensor operator>(const Tensor& a, Scalar b);
 Tensor operator>=(const Tensor& a, const Tensor& b);
 Tensor operator>=(const Tensor& a, Scalar b);
 
-// ---- reductions (core/ops/reduce.cpp) ---------------------------------------------
+// ---- reductions (core/ops/reduce.cpp: sums; extrema.cpp: max, min, topk) ------------
 Tensor sum(const Tensor& x);
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim = false);
@@ -168,7 +168,7 @@ ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = 
 // Sums a gradient of a broadcast shape back down to `shape` (autograd helper).
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
-// ---- matmul, linear (core/ops/matmul.cpp, linear.cpp; kernels in core/kernels/gemm.h) -----
+// ---- matmul, linear (core/ops/matmul.cpp, linear.cpp; the 2-D product in core/ops/matmul.h) --
 // PyTorch's full semantics: 1-D @ 1-D is a dot product, 2-D @ 2-D a matrix
 // product, and higher ranks batch over the leading dims, broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
@@ -181,13 +181,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // Attention's scores-to-weights lines in one pass over the last dim:
-//   softmax(masked_fill(x * scale, mask, -inf), -1)   (op = multiply), or
-//   softmax(masked_fill(x, mask, -inf) / scale, -1)   (op = divide),
+//   softmax(masked_fill(x * scale, masked_out, -inf), -1)   (op = multiply), or
+//   softmax(masked_fill(x, masked_out, -inf) / scale, -1)   (op = divide),
 // with the same bits as those ops one by one, forward and backward. x is
-// (..., T, T) scores, e.g. (B,NH,T,T); mask is bool (true = masked out),
-// broadcastable to x, e.g. (T,T), or undefined; scale > 0.
+// (..., T, T) scores, e.g. (B,NH,T,T); masked_out is bool, true where a
+// score is masked out (masked_fill's convention; scaled_dot_product_attention's
+// is the opposite), broadcastable to x, e.g. (T,T), or undefined; scale > 0.
 enum class ScaleOp { multiply, divide };
-Tensor scaled_masked_softmax(const Tensor& x, const Tensor& mask, double scale, ScaleOp op = ScaleOp::multiply);
+Tensor scaled_masked_softmax(const Tensor& x, const Tensor& masked_out, double scale, ScaleOp op = ScaleOp::multiply);
 // logits (N,C) float, targets (N) int64 in [0, C) or ignore_index; mean over
 // the targets that are not ignored.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100);
@@ -203,15 +204,16 @@ Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator*
 // PyTorch 2's F.scaled_dot_product_attention: for query (..., L, E), key
 // (..., S, E) and value (..., S, Ev), leading dims broadcast,
 //   dropout(softmax(query @ key^T * scale + mask), dropout_p) @ value  -> (..., L, Ev)
-// with scale = 1/sqrt(E) unless given. The mask is attn_mask (bool: true
-// where a query may attend to a key; or float, added to the scores;
+// with scale = 1/sqrt(E) unless given. The mask is `allowed`, PyTorch's
+// attn_mask (bool: true where a query may attend to a key, the opposite of
+// scaled_masked_softmax's convention; or float, added to the scores;
 // broadcastable to (..., L, S)) or, with is_causal, key j <= query i; not
 // both. Computed without storing the (L,S) weights (FlashAttention), so its
 // memory grows with L, not L*S; the backward recomputes them. Dropout drops
 // the weights F.dropout would drop with the same generator state, and it is
 // applied whenever dropout_p > 0 (pass 0 in eval mode, as PyTorch's modules do).
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                    const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
+                                    const Tensor& allowed = {}, double dropout_p = 0.0, bool is_causal = false,
                                     std::optional<double> scale = std::nullopt, Generator* generator = nullptr);
 
 // ---- joining, splitting, indexing (core/ops/index.cpp; chunk and split are views, in

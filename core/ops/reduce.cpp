@@ -1,39 +1,29 @@
-// Reductions: sum, mean, var, max, min, argmax, argmin; and sum_to, which
-// sums a broadcast gradient back down to an input's shape.
+// Sums: sum, mean, var; and sum_to, which sums a broadcast gradient back
+// down to an input's shape. (max, min, argmax, argmin and topk, the
+// reductions that pick elements: extrema.cpp.)
 //
 // Reducing dims of x splits its dims into kept ones (one output element per
-// index) and reduced ones (folded into that element). float32 sums accumulate
-// in double. A reduction to one value over many elements is cut into chunks of
-// fixed size, folded in parallel and merged in order, so the result does not
-// depend on the thread count. Tests: tests/test_reduce.cpp.
+// index) and reduced ones (folded into that element): reduce.h. float32 sums
+// accumulate in double. A reduction to one value over many elements is cut
+// into chunks of fixed size, folded in parallel and merged in order, so the
+// result does not depend on the thread count. Tests: tests/test_reduce.cpp.
+#include "core/ops/reduce.h"
+
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/column_sum.h"
 #include "core/kernels/dispatch.h"
-#include "core/kernels/loops.h"
+#include "core/loops/arithmetic.h"
 #include "core/ops/ops.h"
+#include "core/tensor/internal.h"
 #include "core/tensor/shape.h"
 
 namespace ember {
 
-using namespace internal;
+namespace internal {
 
-namespace {
-
-// How reducing `dims` of a tensor splits it.
-struct ReduceGeometry {
-    Shape kept_shape, kept_strides;       // one output element per index of these
-    Shape reduced_shape, reduced_strides; // folded into each output element
-    Shape out_shape;                      // kept_shape, with 1s in place when keepdim
-    Shape keepdim_shape;                  // out_shape as if keepdim were true
-    int64_t outer = 1, inner = 1;         // numel of the kept and of the reduced dims
-};
-
-// `dims` empty means every dim, as in PyTorch.
 ReduceGeometry reduce_geometry(const Tensor& x, const Shape& dims, bool keepdim, const char* op) {
     int64_t ndim = x.dim();
     std::vector<bool> reduce(std::max<int64_t>(ndim, 1), dims.empty());
@@ -63,52 +53,21 @@ ReduceGeometry reduce_geometry(const Tensor& x, const Shape& dims, bool keepdim,
     return g;
 }
 
-// Elements per chunk of a one-output reduction (fixed, for determinism).
-constexpr int64_t kChunk = 16384;
+} // namespace internal
 
-// Folds the reduced elements of every output element: acc = fold(acc, value,
-// index) in order, index counting the reduced elements from 0; partial folds
-// of one output are combined with merge; store(o, acc) writes output o.
-template <typename T, typename Acc, typename Fold, typename Merge, typename Store>
-void reduce_kernel(const Tensor& x, const ReduceGeometry& g, Acc init, Fold fold, Merge merge, Store store) {
-    const T* data = data_of<T>(x);
-    StridedLayout<1> inner_layout(g.reduced_shape, {&g.reduced_strides});
-    auto fold_range = [&](const T* base, int64_t begin, int64_t end) {
-        Acc acc = init;
-        int64_t pos = begin;
-        for_each_run(inner_layout, begin, end, [&](const auto& off, const auto& step, int64_t n) {
-            const T* p = base + off[0];
-            for (int64_t i = 0; i < n; ++i) acc = fold(acc, p[i * step[0]], pos + i);
-            pos += n;
-        });
-        return acc;
-    };
+using internal::add_op;
+using internal::check_floating;
+using internal::converted;
+using internal::data_of;
+using internal::empty_for;
+using internal::fold_reduced;
+using internal::kFastKernelsBuilt;
+using internal::reduce_geometry;
+using internal::ReduceGeometry;
+using internal::use_fast_kernels;
+namespace fast = internal::fast;
 
-    if (g.outer == 1 && g.inner > kChunk) {
-        int64_t nchunks = (g.inner + kChunk - 1) / kChunk;
-        std::vector<Acc> partial(nchunks, init);
-        parallel_for(0, nchunks, grain_for(kChunk), [&](int64_t b, int64_t e) {
-            for (int64_t c = b; c < e; ++c)
-                partial[c] = fold_range(data, c * kChunk, std::min(g.inner, (c + 1) * kChunk));
-        });
-        Acc acc = partial[0];
-        for (int64_t c = 1; c < nchunks; ++c) acc = merge(acc, partial[c]);
-        store(0, acc);
-        return;
-    }
-    parallel_for(0, g.outer, grain_for(g.inner), [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o) {
-            // The offset of output o's first reduced element: o decomposed
-            // over the kept dims, times their strides.
-            int64_t offset = 0, rest = o;
-            for (int64_t d = static_cast<int64_t>(g.kept_shape.size()) - 1; d >= 0; --d) {
-                offset += (rest % g.kept_shape[d]) * g.kept_strides[d];
-                rest /= g.kept_shape[d];
-            }
-            store(o, fold_range(data + offset, 0, g.inner));
-        }
-    });
-}
+namespace {
 
 // The accumulator type of a sum: double for floats, int64 for integers.
 template <typename T>
@@ -117,7 +76,8 @@ using SumAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 // True when x is contiguous and every reduced dim comes before every kept
 // one (dims of size 1 aside): x is then g.inner rows of g.outer elements and
 // output o sums column o. A bias gradient, dout summed over (B,T), is one,
-// which core/kernels/column_sum.h sums faster, with the same bits.
+// which the fast kernel fast::column_sum (core/kernels/column_sum.cpp) sums faster,
+// with the same bits.
 bool sums_leading_rows(const Tensor& x, const ReduceGeometry& g) {
     if (!x.is_contiguous() || g.outer < 2 || g.inner < 2) return false;
     int64_t kept_extent = 1, reduced_stride = INT64_MAX;
@@ -129,21 +89,23 @@ bool sums_leading_rows(const Tensor& x, const ReduceGeometry& g) {
 }
 
 // The sum over `dims` in `dtype`. The geometry is taken from the tensor the
-// kernel reads (a converted copy has its own strides).
-Tensor sum_kernel(const Tensor& x, const Shape& dims, bool keepdim, DType dtype) {
+// loop reads (a converted copy has its own strides).
+Tensor sum_in(const Tensor& x, const Shape& dims, bool keepdim, DType dtype) {
     Tensor cx = converted(x, dtype);
     ReduceGeometry g = reduce_geometry(cx, dims, keepdim, "sum");
     Tensor out = empty_for("sum", g.out_shape, dtype);
-    if (is_floating(dtype) && sums_leading_rows(cx, g) && use_fast_kernels()) {
-        dispatch_floating(dtype, "sum", [&]<typename T>(TypeTag<T>) {
-            column_sum(data_of<T>(cx), g.inner, g.outer, out.data_ptr<T>());
-        });
-        return out;
+    if constexpr (kFastKernelsBuilt) {
+        if (is_floating(dtype) && sums_leading_rows(cx, g) && use_fast_kernels()) {
+            dispatch_floating(dtype, "sum", [&]<typename T>(TypeTag<T>) {
+                fast::column_sum(data_of<T>(cx), g.inner, g.outer, out.data_ptr<T>());
+            });
+            return out;
+        }
     }
     dispatch_numeric(dtype, "sum", [&]<typename T>(TypeTag<T>) {
         using Acc = SumAcc<T>;
         T* o = out.data_ptr<T>();
-        reduce_kernel<T, Acc>(
+        fold_reduced<T, Acc>(
             cx, g, Acc(0), [](Acc acc, T v, int64_t) { return add_op<Acc>(acc, Acc(v)); },
             [](Acc a, Acc b) { return add_op<Acc>(a, b); }, [o](int64_t i, Acc acc) { o[i] = static_cast<T>(acc); });
     });
@@ -159,7 +121,7 @@ DType sum_type(DType dtype) { return is_floating(dtype) ? dtype : kInt64; }
 
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
     ReduceGeometry g = reduce_geometry(x, dims, keepdim, "sum");
-    Tensor out = sum_kernel(x, dims, keepdim, sum_type(x.dtype()));
+    Tensor out = sum_in(x, dims, keepdim, sum_type(x.dtype()));
     // forward: out = sum of x over dims, so every x element gets dout of its
     // output element: dx = dout (with the reduced dims back as 1s) expanded.
     if (needs_grad(x))
@@ -175,7 +137,7 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim) { return sum(x, Shape{dim
 Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
     check_floating(x, "mean");
     ReduceGeometry g = reduce_geometry(x, dims, keepdim, "mean");
-    Tensor out = sum_kernel(x, dims, keepdim, x.dtype());
+    Tensor out = sum_in(x, dims, keepdim, x.dtype());
     out.div_(static_cast<double>(g.inner)); // an empty reduction gives 0/0 = nan, as PyTorch
     // forward: out = sum(x) / N, so dx = dout / N expanded over the reduced dims.
     if (needs_grad(x))
@@ -201,10 +163,10 @@ Tensor var(const Tensor& x, const Shape& dims, bool unbiased, bool keepdim) {
     {
         NoGradGuard no_grad;
         Tensor xd = converted(x, kFloat64);
-        Tensor mu = div(sum_kernel(xd, dims, true, kFloat64), n);
+        Tensor mu = div(sum_in(xd, dims, true, kFloat64), n);
         Tensor dev = sub(xd, mu);
         Tensor sq = mul(dev, dev);
-        out = converted(div(sum_kernel(sq, dims, keepdim, kFloat64), divisor), x.dtype());
+        out = converted(div(sum_in(sq, dims, keepdim, kFloat64), divisor), x.dtype());
     }
     // forward: out = sum((x - mean)^2) / (N - c), and the mean's own
     // derivative sums to zero against (x - mean), so dx = dout * 2 (x - mean) / (N - c).
@@ -219,179 +181,6 @@ Tensor var(const Tensor& x, const Shape& dims, bool unbiased, bool keepdim) {
 }
 Tensor var(const Tensor& x) { return var(x, Shape{}, true, false); }
 Tensor var(const Tensor& x, int64_t dim, bool unbiased, bool keepdim) { return var(x, Shape{dim}, unbiased, keepdim); }
-
-// ---- max, min, argmax, argmin -----------------------------------------------------------------------
-
-namespace {
-
-// The running best of a max or min: its value and the index where it was seen.
-template <typename T>
-struct Best {
-    T value;
-    int64_t index = -1;
-};
-
-// Folds toward the max (greater = true) or min. NaN beats everything, and
-// the first occurrence wins ties, as in PyTorch.
-template <typename T>
-Best<T> better(Best<T> best, T v, int64_t i, bool greater) {
-    if (best.index < 0) return {v, i};
-    bool best_nan = best.value != best.value;
-    if (best_nan) return best;
-    if (v != v || (greater ? v > best.value : v < best.value)) return {v, i};
-    return best;
-}
-
-// Values and indices of the max or min over `dims` (empty: all).
-ValuesIndices extreme(const Tensor& x, const Shape& dims, bool keepdim, bool greater, const char* op) {
-    if (x.dtype() == kBool) fail<DTypeError>(op, "is not supported on bool tensors (shape ", x.shape(), ")");
-    ReduceGeometry g = reduce_geometry(x, dims, keepdim, op);
-    if (g.inner == 0)
-        fail<IndexError>(op, "cannot take the ", greater ? "max" : "min", " of an empty dimension (shape ", x.shape(),
-                         ")");
-    Tensor values = empty_for(op, g.out_shape, x.dtype());
-    Tensor indices = empty_for(op, g.out_shape, kInt64);
-    dispatch_numeric(x.dtype(), op, [&]<typename T>(TypeTag<T>) {
-        T* v = values.data_ptr<T>();
-        int64_t* idx = indices.data_ptr<int64_t>();
-        reduce_kernel<T, Best<T>>(
-            x, g, Best<T>{T(0), -1}, [greater](Best<T> b, T value, int64_t i) { return better(b, value, i, greater); },
-            [greater](Best<T> a, Best<T> b) { return b.index < 0 ? a : better(a, b.value, b.index, greater); },
-            [v, idx](int64_t o, Best<T> b) {
-                v[o] = b.value;
-                idx[o] = b.index;
-            });
-    });
-    return {values, indices};
-}
-
-// The gradient of an op that picked entries along `dim` (max/min over a dim,
-// topk): dout's entries go back to the positions `indices` name, zero
-// elsewhere. dout and indices have `index_shape`: `in` with dim's size
-// replaced by the number picked.
-Tensor scatter_along_dim(const Tensor& dout, const Tensor& indices, int64_t dim, const Shape& in,
-                         const Shape& index_shape) {
-    Tensor dx = zeros(in, dout.dtype());
-    Tensor d = dout.reshape(index_shape).contiguous();
-    Tensor idx = indices.reshape(index_shape).contiguous();
-    dispatch_floating(dx.dtype(), "backward", [&]<typename T>(TypeTag<T>) {
-        T* px = dx.data_ptr<T>();
-        const T* pd = d.data_ptr<T>();
-        const int64_t* pi = idx.data_ptr<int64_t>();
-        // Element o of dout lands at o's coordinates with the one along dim
-        // replaced by its index.
-        for (int64_t o = 0; o < d.numel(); ++o) {
-            int64_t offset = 0, rest = o;
-            for (int64_t k = static_cast<int64_t>(index_shape.size()) - 1; k >= 0; --k) {
-                int64_t coord = rest % index_shape[k];
-                rest /= index_shape[k];
-                offset += (k == dim ? pi[o] : coord) * dx.strides()[k];
-            }
-            px[offset] += pd[o];
-        }
-    });
-    return dx;
-}
-
-ValuesIndices extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool greater, const char* op) {
-    int64_t d = wrap_dim(dim, x.dim(), op);
-    ValuesIndices r = extreme(x, Shape{d}, keepdim, greater, op);
-    // forward: values = x at the chosen index along dim, so dx is dout placed
-    // at those indices and zero elsewhere.
-    if (needs_grad(x)) {
-        Shape k = reduce_geometry(x, Shape{d}, true, op).keepdim_shape;
-        attach(r.values, greater ? "MaxBackward0" : "MinBackward0", {x},
-               [idx = SavedTensor(r.indices), d, in = x.shape(), k](const Tensor& dout) -> Grads {
-                   return {scatter_along_dim(dout, idx.get(), d, in, k)};
-               });
-    }
-    return r;
-}
-
-Tensor extreme_all(const Tensor& x, bool greater, const char* op) {
-    Tensor out = extreme(x, Shape{}, false, greater, op).values;
-    // forward: out = the largest (smallest) element. When several elements
-    // tie for it, PyTorch shares dout evenly among them: dx = dout * mask / count.
-    // If the result is NaN, the NaNs are the elements that "tie".
-    if (needs_grad(x))
-        attach(out, greater ? "MaxBackward1" : "MinBackward1", {x},
-               [xs = SavedTensor(x), y = SavedTensor(out)](const Tensor& dout) -> Grads {
-                   const Tensor& xv = xs.get();
-                   bool nan = std::isnan(y.get().item<double>());
-                   Tensor mask = (nan ? ne(xv, xv) : eq(xv, y.get())).to(dout.dtype());
-                   return {mul(mask, div(dout, sum(mask)))};
-               });
-    return out;
-}
-
-} // namespace
-
-Tensor max(const Tensor& x) { return extreme_all(x, true, "max"); }
-Tensor min(const Tensor& x) { return extreme_all(x, false, "min"); }
-ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim) { return extreme_dim(x, dim, keepdim, true, "max"); }
-ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim) { return extreme_dim(x, dim, keepdim, false, "min"); }
-Tensor argmax(const Tensor& x) { return extreme(x, Shape{}, false, true, "argmax").indices; }
-Tensor argmin(const Tensor& x) { return extreme(x, Shape{}, false, false, "argmin").indices; }
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
-    return extreme(x, Shape{wrap_dim(dim, x.dim(), "argmax")}, keepdim, true, "argmax").indices;
-}
-Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
-    return extreme(x, Shape{wrap_dim(dim, x.dim(), "argmin")}, keepdim, false, "argmin").indices;
-}
-
-// ---- topk -------------------------------------------------------------------------------------------------
-
-ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
-    if (x.dtype() == kBool) fail<DTypeError>("topk", "is not supported on bool tensors (shape ", x.shape(), ")");
-    int64_t d = wrap_dim(dim, x.dim(), "topk");
-    int64_t size = x.dim() == 0 ? 1 : x.shape()[d];
-    if (k < 0 || k > size)
-        fail<IndexError>("topk", "k = ", k, " is out of range for dimension ", dim, " of size ", size, " (shape ",
-                         x.shape(), ")");
-    Tensor xc = contiguous_data(x);
-    Shape out_shape = x.shape();
-    if (x.dim() > 0) out_shape[d] = k;
-    Tensor values = empty_for("topk", out_shape, x.dtype());
-    Tensor indices = empty_for("topk", out_shape, kInt64);
-    DimSplit s = split_at(x.shape(), d);
-    if (x.dim() == 0) s = DimSplit{};
-    dispatch_numeric(x.dtype(), "topk", [&]<typename T>(TypeTag<T>) {
-        const T* px = xc.data_ptr<T>();
-        T* pv = values.data_ptr<T>();
-        int64_t* pi = indices.data_ptr<int64_t>();
-        // `before(a, b)`: element a ranks ahead of b. NaN ranks as the
-        // largest, as in PyTorch; ties go to the lower index.
-        auto before = [&](const T* row, int64_t stride, int64_t a, int64_t b) {
-            T va = row[a * stride], vb = row[b * stride];
-            bool na = va != va, nb = vb != vb;
-            if (na || nb) return largest ? (na && !nb) || (na && nb && a < b) : (nb && !na) || (na && nb && a < b);
-            if (va != vb) return largest ? va > vb : va < vb;
-            return a < b;
-        };
-        parallel_for(0, s.outer * s.inner, grain_for(s.size), [&](int64_t b, int64_t e) {
-            std::vector<int64_t> order(s.size);
-            for (int64_t r = b; r < e; ++r) {
-                int64_t o = r / s.inner, j = r % s.inner;
-                const T* row = px + o * s.size * s.inner + j;
-                for (int64_t i = 0; i < s.size; ++i) order[i] = i;
-                std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                                  [&](int64_t a, int64_t c) { return before(row, s.inner, a, c); });
-                for (int64_t i = 0; i < k; ++i) {
-                    int64_t out = o * k * s.inner + i * s.inner + j;
-                    pv[out] = row[order[i] * s.inner];
-                    pi[out] = order[i];
-                }
-            }
-        });
-    });
-    // forward: values = x at the picked indices, so dx is dout scattered back there.
-    if (needs_grad(x))
-        attach(values, "TopkBackward0", {x},
-               [idx = SavedTensor(indices), d, in = x.shape(), out_shape](const Tensor& dout) -> Grads {
-                   return {scatter_along_dim(dout, idx.get(), d, in, out_shape)};
-               });
-    return {values, indices};
-}
 
 // ---- sum_to --------------------------------------------------------------------------------------------
 

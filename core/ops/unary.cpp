@@ -9,13 +9,19 @@
 #include <numbers>
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/exponential.h"
-#include "core/kernels/loops.h"
+#include "core/loops/arithmetic.h"
+#include "core/loops/exponential.h"
+#include "core/loops/map.h"
 #include "core/ops/ops.h"
 
 namespace ember {
 
-using namespace internal;
+using internal::converted;
+using internal::empty_for;
+using internal::exponential;
+using internal::map_binary;
+using internal::map_unary;
+using internal::sub_op;
 
 namespace {
 

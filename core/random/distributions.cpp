@@ -11,15 +11,27 @@
 #include <type_traits>
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/bernoulli.h"
 #include "core/kernels/dispatch.h"
+#include "core/loops/arithmetic.h"
 #include "core/ops/ops.h"
 #include "core/random/fill.h"
 #include "core/tensor/shape.h"
 
 namespace ember {
 
-using namespace internal;
+using internal::bernoulli_threshold;
+using internal::cast_value;
+using internal::check_fill_target;
+using internal::check_floating;
+using internal::contiguous_data;
+using internal::finish_fill;
+using internal::for_each_in_memory_order;
+using internal::generator_or_default;
+using internal::kFastKernelsBuilt;
+using internal::random_tensor;
+using internal::random_tensor_like;
+using internal::use_fast_kernels;
+namespace fast = internal::fast;
 
 // ---- uniform: rand, uniform_ ---------------------------------------------------------------
 
@@ -65,22 +77,11 @@ Tensor& Tensor::uniform_(double from, double to, Generator* generator) {
 }
 
 Tensor rand(const Shape& shape, TensorOptions options, Generator* generator) {
-    check_sizes(shape, "rand");
-    DType dtype = options.dtype_or(kFloat32);
-    if (!is_floating(dtype))
-        fail<DTypeError>("rand", "makes float32 or float64 tensors, asked for ", dtype_name(dtype), " of shape ",
-                         shape);
-    Tensor out = internal::empty_for("rand", shape, dtype);
-    out.uniform_(0.0, 1.0, generator);
-    if (options.requires_grad()) out.requires_grad_(true);
-    return out;
+    return random_tensor("rand", shape, options, [&](Tensor& out) { out.uniform_(0.0, 1.0, generator); });
 }
 
 Tensor rand_like(const Tensor& other, Generator* generator) {
-    check_floating(other, "rand_like");
-    Tensor out = empty_preserving_layout(other, other.dtype(), "rand_like");
-    out.uniform_(0.0, 1.0, generator);
-    return out;
+    return random_tensor_like("rand_like", other, [&](Tensor& out) { out.uniform_(0.0, 1.0, generator); });
 }
 
 // ---- randint: random_(low, high) --------------------------------------------------------------
@@ -160,24 +161,7 @@ Tensor randint(int64_t high, const Shape& shape, TensorOptions options, Generato
     return randint(0, high, shape, options, generator);
 }
 
-// ---- Bernoulli: bernoulli_(p), bernoulli(p tensor), dropout's mask bits ----------------------------
-
-// One u53 per element (two words, the first the high half), a success when
-// u53 * 2^-53 < p. Scaling by 2^53 is exact, so that is the integer test
-// u53 < ceil(p * 2^53): the same outcome without a conversion.
-static uint64_t bernoulli_threshold(double p) { return static_cast<uint64_t>(std::ceil(p * 0x1p53)); }
-
-void internal::bernoulli_bits(uint64_t* words, int64_t n, double p, Generator& gen) {
-    const uint64_t threshold = bernoulli_threshold(p);
-    if (use_fast_kernels()) {
-        bernoulli_bits_fast(words, n, threshold, gen);
-        return;
-    }
-    const uint64_t low53 = (uint64_t{1} << 53) - 1;
-    std::fill(words, words + (n + 63) / 64, uint64_t{0});
-    for (int64_t i = 0; i < n; ++i)
-        if ((gen.random64() & low53) < threshold) words[i / 64] |= uint64_t{1} << (i % 64);
-}
+// ---- Bernoulli: bernoulli_(p), bernoulli(p tensor) ------------------------------------------------
 
 Tensor& Tensor::bernoulli_(double p, Generator* generator) {
     check_fill_target(*this, "bernoulli_");
@@ -186,9 +170,9 @@ Tensor& Tensor::bernoulli_(double p, Generator* generator) {
     const uint64_t threshold = bernoulli_threshold(p);
     Generator& gen = generator_or_default(generator);
     dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
-        if (is_contiguous() && use_fast_kernels()) {
-            bernoulli_fill_contiguous(data_ptr<T>(), numel(), threshold, T(1), gen);
-            return;
+        if constexpr (kFastKernelsBuilt) {
+            if (is_contiguous() && use_fast_kernels())
+                return fast::bernoulli_fill(data_ptr<T>(), numel(), threshold, T(1), gen);
         }
         const uint64_t low53 = (uint64_t{1} << 53) - 1;
         for_each_in_memory_order<T>(*this, [&](T& x) { x = (gen.random64() & low53) < threshold ? T(1) : T(0); });

@@ -1,6 +1,5 @@
 // Helpers shared by the random fills (distributions.cpp, normal.cpp,
-// multinomial.cpp) and dropout. Private; defined in fill.cpp, but for
-// bernoulli_bits, which is in distributions.cpp with bernoulli_.
+// multinomial.cpp) and their fast kernels. Private; defined in fill.cpp.
 //
 // PyTorch fills a tensor one element at a time in *memory* order: its
 // TensorIterator puts the dimension with the largest stride outermost. So a
@@ -10,10 +9,12 @@
 // Tests: tests/test_random.cpp.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
-#include "core/kernels/loops.h"
+#include "core/loops/map.h"
 #include "core/random/generator.h"
+#include "core/tensor/shape.h"
 
 namespace ember::internal {
 
@@ -36,6 +37,31 @@ bool is_non_overlapping_and_dense(const Tensor& t);
 // the strides decide the order of the draws. `op` names the caller in errors.
 Tensor empty_preserving_layout(const Tensor& like, DType dtype, const char* op);
 
+// rand and randn: a fresh tensor of `shape` in options' dtype (float32
+// unless it says float64), filled by fill(out) (uniform_, normal_), and
+// requiring grad if options say so. `op` names the caller in errors.
+template <typename Fill>
+Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options, const Fill& fill) {
+    check_sizes(shape, op);
+    const DType dtype = options.dtype_or(kFloat32);
+    if (!is_floating(dtype))
+        fail<DTypeError>(op, "makes float32 or float64 tensors, asked for ", dtype_name(dtype), " of shape ", shape);
+    Tensor out = empty_for(op, shape, dtype);
+    fill(out);
+    if (options.requires_grad()) out.requires_grad_(true);
+    return out;
+}
+
+// rand_like and randn_like: a fresh tensor like `other` (its dtype, and its
+// strides when dense: empty_preserving_layout), filled by fill(out).
+template <typename Fill>
+Tensor random_tensor_like(const char* op, const Tensor& other, const Fill& fill) {
+    check_floating(other, op);
+    Tensor out = empty_preserving_layout(other, other.dtype(), op);
+    fill(out);
+    return out;
+}
+
 // The checks every in-place fill makes before drawing: autograd allows the
 // write, and no two elements share a memory location (an expanded tensor).
 void check_fill_target(const Tensor& t, const char* op);
@@ -45,11 +71,11 @@ void check_fill_target(const Tensor& t, const char* op);
 // (its values no longer depend on its past), named as PyTorch names it.
 void finish_fill(const Tensor& t, const char* grad_name);
 
-// Bernoulli draws as bits, for dropout's masks: bit i of words (words[i /
-// 64], bit i % 64) is 1 where the i-th draw succeeds, with probability p, for
-// i in [0, n). The draws of bernoulli_ (one u53 per element, in order) over
-// a contiguous tensor of n elements, at a 32nd of a float mask's memory.
-void bernoulli_bits(uint64_t* words, int64_t n, double p, Generator& gen);
+// A Bernoulli draw with probability p takes one u53 (two words, the first
+// the high half) and succeeds when u53 * 2^-53 < p. Scaling by 2^53 is
+// exact, so that is the integer test u53 < bernoulli_threshold(p) =
+// ceil(p * 2^53): the same outcome without a conversion.
+inline uint64_t bernoulli_threshold(double p) { return static_cast<uint64_t>(std::ceil(p * 0x1p53)); }
 
 // Calls f(x) with a reference to each element x of t (C++ type T), in memory
 // order.

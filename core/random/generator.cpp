@@ -10,7 +10,7 @@
 #include <bit>
 
 #include "core/kernels/dispatch.h"
-#include "core/kernels/mersenne.h"
+#include "core/random/mt19937.h"
 #include "core/tensor/error.h"
 
 namespace ember {
@@ -19,14 +19,22 @@ namespace ember {
 
 namespace {
 
-constexpr int kN = 624; // state words
-constexpr int kM = 397; // the twist's middle distance
+constexpr int kN = internal::kMtWords; // state words
 
-// One step of the twist: the top bit of u joined to the low 31 bits of v,
-// shifted right once, and xor-ed with the matrix A when v is odd.
-uint32_t twist_pair(uint32_t u, uint32_t v) {
-    uint32_t y = (u & 0x80000000u) | (v & 0x7FFFFFFFu);
-    return (y >> 1) ^ ((v & 1u) != 0 ? 0x9908B0DFu : 0u);
+// The twist and the tempering of mt19937.h, or their fast copies when the
+// fast kernels are on (core/kernels/dispatch.h): the same words.
+void twist_state(uint32_t* state) {
+    if constexpr (internal::kFastKernelsBuilt) {
+        if (internal::use_fast_kernels()) return internal::fast::mt19937_twist(state);
+    }
+    internal::twist_words(state);
+}
+
+void temper_state(const uint32_t* words, uint32_t* out, int64_t n) {
+    if constexpr (internal::kFastKernelsBuilt) {
+        if (internal::use_fast_kernels()) return internal::fast::mt19937_temper(words, out, n);
+    }
+    internal::temper_words(words, out, n);
 }
 
 } // namespace
@@ -47,32 +55,15 @@ void Generator::manual_seed(uint64_t seed) {
 }
 
 void Generator::twist() {
-    // Regenerates all 624 words in place: word i mixes words i and i+1 and
-    // xors in word i+397 (wrapping around, so the last words read new values).
-    // (The same loops in AVX2 and AVX-512: core/kernels/mersenne.h.)
-    if (internal::use_fast_kernels()) {
-        internal::mt19937_twist(state_.data());
-    } else {
-        for (int i = 0; i < kN - kM; ++i) state_[i] = state_[i + kM] ^ twist_pair(state_[i], state_[i + 1]);
-        for (int i = kN - kM; i < kN - 1; ++i) state_[i] = state_[i + kM - kN] ^ twist_pair(state_[i], state_[i + 1]);
-        state_[kN - 1] = state_[kM - 1] ^ twist_pair(state_[kN - 1], state_[0]);
-    }
+    // Regenerates all 624 words in place (mt19937.h).
+    twist_state(state_.data());
     left_ = kN;
     next_ = 0;
 }
 
-// Tempering: a fixed invertible bit mix that evens out the word's bits.
-static inline uint32_t temper(uint32_t y) {
-    y ^= y >> 11;
-    y ^= (y << 7) & 0x9D2C5680u;
-    y ^= (y << 15) & 0xEFC60000u;
-    y ^= y >> 18;
-    return y;
-}
-
 uint32_t Generator::random() {
     if (--left_ == 0) twist();
-    return temper(state_[next_++]);
+    return internal::temper(state_[next_++]);
 }
 
 void Generator::random_words(uint32_t* out, int64_t n) {
@@ -86,9 +77,7 @@ void Generator::random_words(uint32_t* out, int64_t n) {
         }
         const int64_t take = std::min<int64_t>(n, left_ - 1);
         const uint32_t* words = state_.data() + next_;
-        if (internal::use_fast_kernels()) internal::mt19937_temper(words, out, take);
-        else
-            for (int64_t i = 0; i < take; ++i) out[i] = temper(words[i]);
+        temper_state(words, out, take);
         out += take;
         n -= take;
         next_ += static_cast<uint32_t>(take);

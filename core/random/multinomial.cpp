@@ -18,7 +18,10 @@
 
 namespace ember {
 
-using namespace internal;
+using internal::check_floating;
+using internal::contiguous_data;
+using internal::empty_preserving_layout;
+using internal::generator_or_default;
 
 namespace {
 

@@ -23,7 +23,14 @@
 
 namespace ember {
 
-using namespace internal;
+using internal::check_fill_target;
+using internal::check_floating;
+using internal::data_of;
+using internal::finish_fill;
+using internal::for_each_in_memory_order;
+using internal::generator_or_default;
+using internal::random_tensor;
+using internal::random_tensor_like;
 
 namespace {
 
@@ -207,24 +214,13 @@ Tensor& Tensor::normal_(double mean, double std, Generator* generator) {
 }
 
 Tensor randn(const Shape& shape, TensorOptions options, Generator* generator) {
-    check_sizes(shape, "randn");
-    DType dtype = options.dtype_or(kFloat32);
-    if (!is_floating(dtype))
-        fail<DTypeError>("randn", "makes float32 or float64 tensors, asked for ", dtype_name(dtype), " of shape ",
-                         shape);
-    Tensor out = internal::empty_for("randn", shape, dtype);
-    out.normal_(0.0, 1.0, generator);
-    if (options.requires_grad()) out.requires_grad_(true);
-    return out;
+    return random_tensor("randn", shape, options, [&](Tensor& out) { out.normal_(0.0, 1.0, generator); });
 }
 
+// Same strides as other when it is dense: a transposed input gives a
+// transposed (non-contiguous) result, which takes the scalar path.
 Tensor randn_like(const Tensor& other, Generator* generator) {
-    check_floating(other, "randn_like");
-    // Same strides as other when it is dense: a transposed input gives a
-    // transposed (non-contiguous) result, which takes the scalar path.
-    Tensor out = empty_preserving_layout(other, other.dtype(), "randn_like");
-    out.normal_(0.0, 1.0, generator);
-    return out;
+    return random_tensor_like("randn_like", other, [&](Tensor& out) { out.normal_(0.0, 1.0, generator); });
 }
 
 } // namespace ember

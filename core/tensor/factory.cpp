@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "core/autograd/autograd.h"
-#include "core/kernels/loops.h"
+#include "core/loops/arithmetic.h"
 #include "core/ops/ops.h"
 #include "core/tensor/internal.h"
 #include "core/tensor/shape.h"

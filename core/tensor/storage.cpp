@@ -1,126 +1,45 @@
-// Storage: aligned allocation and release, through a cache that recycles
-// buffers (see "The buffer cache" below, and storage.h for the contract).
-// Tests: tests/test_storage.cpp.
+// Storage: aligned allocation and release, and the counters memory_stats
+// reports (storage.h has the contract). With the fast kernels built, the
+// buffers come from core/kernels/buffer_cache.cpp, which keeps released
+// ones for the next request of their size; a reference build takes each
+// from operator new and gives it back at once. Tests: tests/test_storage.cpp.
 #include "core/tensor/storage.h"
 
-#include <array>
-#include <bit>
+#include <algorithm>
 #include <cstdio>
-#include <list>
-#include <map>
 #include <mutex>
 #include <new>
-#include <string>
-#include <vector>
 
-#include <sys/mman.h>
-
+#include "core/kernels/dispatch.h"
 #include "core/tensor/error.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define EMBER_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define EMBER_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define EMBER_POISON(p, n) ((void)(p), (void)(n))
-#define EMBER_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
-
-// The buffer cache. Why: a training step allocates the same tensors every
-// step. glibc serves large blocks (attention's scores, 100 MB each at the
-// lecture size) with a fresh mmap and unmaps them on free, so every step the
-// kernel hands out new pages and zeroes each one on first touch; small blocks
-// go through glibc's aligned allocation path and the merging of freed blocks.
-// Both showed in profiles of a training step (docs/performance.md, "A buffer
-// cache"); a hit here is a mutex and a vector pop.
-//
-// The rule. A released buffer is kept, and the next request of its size
-// takes it back (the one released last: its memory is the likeliest to still
-// be in the CPU's caches). Sizes are filed in classes: under kMinCached,
-// four per doubling (..., 256, 320, 384, 448, 512, ...), so a buffer is at
-// most a quarter larger than asked; from kMinCached up, whole pages. The
-// cache never lets the process grow past its own busiest moment: before
-// fresh memory is allocated, kept buffers are released (small ones first,
-// then large ones oldest first) until live + kept + the request fits under
-// the most live memory seen so far. So a steady loop runs from the cache
-// without a page fault, a pattern of new sizes cannot pile up unused
-// buffers, and peak memory is what it was without the cache. empty_cache()
-// releases every kept buffer.
 
 namespace ember {
 
-static constexpr std::align_val_t kAlignment{64};
-static constexpr size_t kMinCached = size_t{1} << 18; // 256 KiB: from here on, sizes in whole pages
-static constexpr size_t kPage = 4096;
-static constexpr size_t kMaxBytes = size_t{1} << 62; // no machine has this much: refused outright
-
 namespace {
 
-// Small classes: class 0 holds 64 bytes; class c > 0 holds 2^e + q * 2^(e-2)
-// bytes with e = 6 + (c-1)/4 and q = 1 + (c-1)%4. The last, 48, is 256 KiB.
-constexpr size_t kSmallClasses = 49;
+constexpr std::align_val_t kAlignment{64};
+constexpr size_t kMaxBytes = size_t{1} << 62; // no machine has this much: refused outright
 
-size_t small_class(size_t bytes) {
-    if (bytes <= 64) return 0;
-    const int e = std::bit_width(bytes - 1) - 1; // 2^e < bytes <= 2^(e+1)
-    const size_t quarter = size_t{1} << (e - 2);
-    const size_t q = (bytes - (size_t{1} << e) + quarter - 1) / quarter; // 1..4
-    return static_cast<size_t>(e - 6) * 4 + q;
-}
-
-size_t small_class_bytes(size_t c) {
-    if (c == 0) return 64;
-    const int e = 6 + static_cast<int>((c - 1) / 4);
-    return (size_t{1} << e) + ((c - 1) % 4 + 1) * (size_t{1} << (e - 2));
-}
-
-// The size of the buffer that serves a request of `nbytes`.
-size_t buffer_bytes(size_t nbytes) {
-    if (nbytes < kMinCached) return small_class_bytes(small_class(nbytes));
-    return (nbytes + kPage - 1) / kPage * kPage;
-}
-
-class BufferCache {
+// Buffers straight from operator new, counted: what a reference build
+// allocates with. Every request is a miss; nothing is kept.
+class CountedBuffers {
 public:
-    // A buffer of `bytes`, or null when the system has none to give.
-    void* take(size_t bytes) {
+    // `nbytes` bytes, 64-byte aligned (never null for 0 bytes), or null
+    // when the system has none to give.
+    void* take(size_t nbytes) {
+        void* p = ::operator new(nbytes, kAlignment, std::nothrow);
+        if (!p) return nullptr;
         std::lock_guard<std::mutex> lock(mutex_);
-        if (void* p = kept(bytes)) {
-            stats_.cached -= bytes;
-            ++stats_.hits;
-            EMBER_UNPOISON(p, bytes);
-            return hand_out(p, bytes);
-        }
-        // Fresh memory: first make room under the high-water mark.
-        while (stats_.cached > 0 && stats_.allocated + stats_.cached + bytes > stats_.peak_allocated) release_one();
+        stats_.allocated += nbytes;
+        stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
         ++stats_.misses;
-        // A failure (null) is reported by the caller as an ember error.
-        void* p = allocate(bytes);
-        if (!p) {
-            // Kept buffers must never be why memory runs out: give them all
-            // back and try once more.
-            while (stats_.cached > 0) release_one();
-            p = allocate(bytes);
-        }
-        return p ? hand_out(p, bytes) : nullptr;
+        return p;
     }
 
-    void give_back(void* p, size_t bytes) {
+    void give_back(void* p, size_t nbytes) {
+        ::operator delete(p, kAlignment);
         std::lock_guard<std::mutex> lock(mutex_);
-        stats_.allocated -= bytes;
-        EMBER_POISON(p, bytes);
-        if (bytes < kMinCached) {
-            small_[small_class(bytes)].push_back(p);
-        } else {
-            lru_.emplace_back(bytes, p);
-            by_size_.emplace(bytes, std::prev(lru_.end()));
-        }
-        stats_.cached += bytes;
-    }
-
-    void clear() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        while (stats_.cached > 0) release_one();
+        stats_.allocated -= nbytes;
     }
 
     MemoryStats stats() {
@@ -128,134 +47,65 @@ public:
         return stats_;
     }
 
-    // The high-water mark from now on: what lives now, with nothing kept.
     void reset_peak() {
         std::lock_guard<std::mutex> lock(mutex_);
-        while (stats_.cached > 0) release_one();
         stats_.peak_allocated = stats_.allocated;
     }
 
 private:
-    using Block = std::pair<size_t, void*>; // (bytes, pointer)
-
-    // A kept buffer of exactly `bytes`, taken out of the cache, or null.
-    void* kept(size_t bytes) {
-        if (bytes < kMinCached) {
-            std::vector<void*>& list = small_[small_class(bytes)];
-            if (list.empty()) return nullptr;
-            void* p = list.back();
-            list.pop_back();
-            return p;
-        }
-        // Of the kept buffers of this size, the one released last.
-        auto found = by_size_.upper_bound(bytes);
-        if (found == by_size_.begin() || (--found)->first != bytes) return nullptr;
-        void* p = found->second->second;
-        lru_.erase(found->second);
-        by_size_.erase(found);
-        return p;
-    }
-
-    void* hand_out(void* p, size_t bytes) {
-        stats_.allocated += bytes;
-        if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
-        return p;
-    }
-
-    // Returns one kept buffer to the system: a small one from the largest
-    // class that has one, else the large buffer kept longest ago.
-    void release_one() {
-        for (size_t c = kSmallClasses; c-- > 0;) {
-            if (small_[c].empty()) continue;
-            release(small_[c].back(), small_class_bytes(c));
-            small_[c].pop_back();
-            return;
-        }
-        auto [bytes, p] = lru_.front();
-        for (auto it = by_size_.find(bytes); it != by_size_.end() && it->first == bytes; ++it)
-            if (it->second == lru_.begin()) {
-                by_size_.erase(it);
-                break;
-            }
-        lru_.pop_front();
-        release(p, bytes);
-    }
-
-    void release(void* p, size_t bytes) {
-        stats_.cached -= bytes;
-        EMBER_UNPOISON(p, bytes);
-        deallocate(p, bytes);
-    }
-
-    // Large buffers come straight from the kernel (mmap) and go straight back
-    // (munmap), so that memory the cache releases leaves the process: glibc
-    // keeps freed blocks in its heap, where a process's resident memory grew
-    // to 1.4 times its busiest moment's live tensors. Under AddressSanitizer
-    // they go through operator new, which it checks. Null on failure: the
-    // nothrow form (AddressSanitizer's throwing one aborts instead).
-    static void* allocate(size_t bytes) {
-#if !defined(__SANITIZE_ADDRESS__)
-        if (bytes >= kMinCached) {
-            void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            return p == MAP_FAILED ? nullptr : p; // page-aligned, so 64-byte aligned
-        }
-#endif
-        return ::operator new(bytes, kAlignment, std::nothrow);
-    }
-    static void deallocate(void* p, size_t bytes) {
-#if !defined(__SANITIZE_ADDRESS__)
-        if (bytes >= kMinCached) {
-            munmap(p, bytes);
-            return;
-        }
-#endif
-        ::operator delete(p, kAlignment);
-    }
-
     std::mutex mutex_;
-    std::array<std::vector<void*>, kSmallClasses> small_;       // kept small buffers, by class
-    std::list<Block> lru_;                                      // kept large buffers, oldest first
-    std::multimap<size_t, std::list<Block>::iterator> by_size_; // the same buffers, by size
     MemoryStats stats_;
 };
 
 // Never destroyed: a tensor in a static may outlive any destructor order.
-BufferCache& cache() {
-    static BufferCache* c = new BufferCache;
-    return *c;
-}
-
-// "2.0 EiB": a size for people, in binary units.
-std::string human_bytes(size_t bytes) {
-    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double value = static_cast<double>(bytes);
-    int unit = 0;
-    while (value >= 1024 && unit < 6) {
-        value /= 1024;
-        ++unit;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-    return text;
+CountedBuffers& counted() {
+    static CountedBuffers* buffers = new CountedBuffers;
+    return *buffers;
 }
 
 } // namespace
 
-// A size of zero still gets a buffer of its own (64 bytes), so data() is
-// never null. A size past the largest buffer (2^62 bytes; more than any
-// address space) is refused before rounding up could overflow.
+// A size past the largest buffer (2^62 bytes; more than any address space)
+// is refused before the cache could overflow rounding it up.
 Storage::Storage(size_t nbytes, const char* op) : nbytes_(nbytes) {
-    if (nbytes <= kMaxBytes) data_ = cache().take(buffer_bytes(nbytes));
+    if (nbytes <= kMaxBytes) {
+        if constexpr (internal::kFastKernelsBuilt) data_ = internal::fast::take_buffer(nbytes);
+        else data_ = counted().take(nbytes);
+    }
     if (!data_)
-        fail<OutOfMemoryError>(op, "out of memory: cannot allocate ", human_bytes(nbytes), " (", nbytes, " bytes)");
+        fail<OutOfMemoryError>(op, "out of memory: cannot allocate ", human_bytes(static_cast<double>(nbytes)), " (",
+                               nbytes, " bytes)");
 }
 
-Storage::~Storage() { cache().give_back(data_, buffer_bytes(nbytes_)); }
+Storage::~Storage() {
+    if constexpr (internal::kFastKernelsBuilt) internal::fast::give_back_buffer(data_, nbytes_);
+    else counted().give_back(data_, nbytes_);
+}
 
-MemoryStats memory_stats() { return cache().stats(); }
+MemoryStats memory_stats() {
+    if constexpr (internal::kFastKernelsBuilt) return internal::fast::buffer_stats();
+    else return counted().stats();
+}
 
-void reset_peak_memory_stats() { cache().reset_peak(); }
+void reset_peak_memory_stats() {
+    if constexpr (internal::kFastKernelsBuilt) internal::fast::reset_buffer_peak();
+    else counted().reset_peak();
+}
 
-void empty_cache() { cache().clear(); }
+void empty_cache() {
+    if constexpr (internal::kFastKernelsBuilt) internal::fast::release_kept_buffers();
+}
+
+std::string human_bytes(double bytes) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+    int unit = 0;
+    while (bytes >= 1024 && unit < 8) {
+        bytes /= 1024;
+        ++unit;
+    }
+    char text[64];
+    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
+    return text;
+}
 
 } // namespace ember

@@ -4,13 +4,15 @@
 // Storage through a shared_ptr, so a write through any view is seen by all of
 // them, and the buffer is freed when the last view goes. The version counter
 // counts in-place writes, which lets autograd notice when a tensor it saved for
-// backward has been overwritten (docs/autograd.md). Buffers are 64-byte aligned
-// for the SIMD kernels, and recycled through a cache (storage.cpp says why
-// and how). Tests: tests/test_tensor.cpp, tests/test_storage.cpp.
+// backward has been overwritten (docs/autograd.md). Buffers are 64-byte
+// aligned for the SIMD kernels; with the fast kernels built they are
+// recycled through a cache (core/kernels/buffer_cache.cpp says why and how).
+// Tests: tests/test_tensor.cpp, tests/test_storage.cpp.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace ember {
 
@@ -43,10 +45,12 @@ private:
     uint64_t history_version_ = 0;
 };
 
-// The buffer cache (storage.cpp), in bytes of buffers (each request rounded
-// up to its size class): what tensors hold now, the most they ever held at
-// once, and what the cache keeps for reuse; hits and misses count requests
-// served from the cache and from fresh memory.
+// Memory in tensors' buffers, in bytes: what tensors hold now, the most
+// they ever held at once, and what the buffer cache keeps for reuse; hits
+// and misses count requests served from the cache and from fresh memory.
+// With the buffer cache (the fast kernels built), each request counts as
+// the size class it is rounded up to; without it (a reference build), as
+// asked, and nothing is kept: cached and hits stay 0.
 struct MemoryStats {
     size_t allocated = 0;
     size_t peak_allocated = 0;
@@ -65,5 +69,9 @@ void reset_peak_memory_stats();
 // Returns every buffer the cache keeps to the system (live tensors are not
 // touched), like torch.cuda.empty_cache().
 void empty_cache();
+
+// A size for people, in binary units: "512 bytes", "1.5 KiB", "2.0 EiB"
+// (one decimal from KiB up), as ember's out-of-memory errors print it.
+std::string human_bytes(double bytes);
 
 } // namespace ember

@@ -133,7 +133,9 @@ public:
     // The accumulated gradient; undefined until a backward reaches this tensor.
     Tensor grad() const;
     void set_grad(const Tensor& grad) const;
-    // Forgets the accumulated gradient (PyTorch's zero_grad(set_to_none=True)).
+    // Forgets the accumulated gradient. ember's own: PyTorch writes
+    // `x.grad = None` (what its zero_grad(set_to_none=True) does for each
+    // parameter); nn::Module::zero_grad and the optimisers call this.
     void zero_grad() const;
     const std::shared_ptr<Node>& grad_fn() const { return checked().grad_fn; }
     bool is_leaf() const { return checked().grad_fn == nullptr; }
@@ -174,11 +176,14 @@ public:
     Tensor& copy_(const Tensor& src);
     Tensor& fill_(Scalar value);
     Tensor& zero_() { return fill_(0); }
+    // self op= other, other broadcast to self's shape (core/ops/inplace.cpp).
     Tensor& add_(const Tensor& other);
     Tensor& add_(Scalar other);
     Tensor& sub_(const Tensor& other);
+    Tensor& sub_(Scalar other);
     Tensor& mul_(const Tensor& other);
     Tensor& mul_(Scalar other);
+    Tensor& div_(const Tensor& other);
     Tensor& div_(Scalar other);
     Tensor& masked_fill_(const Tensor& mask, Scalar value);
 

@@ -41,6 +41,15 @@ void require_close(const Tensor& actual, const Tensor& expected, Tolerance tol, 
     REQUIRE(first_bad == -1);
 }
 
+std::vector<float> pattern_values(int64_t n, uint32_t seed) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        v[i] = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.0f;
+    }
+    return v;
+}
+
 void require_equal(const Tensor& actual, const Tensor& expected, const std::string& what) {
     INFO(what);
     REQUIRE(actual.defined());

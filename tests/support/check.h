@@ -27,6 +27,10 @@ void require_close(const Tensor& actual, const Tensor& expected, Tolerance tol =
 // REQUIREs the same shape, dtype and bits (for int64, bool, and exact floats).
 void require_equal(const Tensor& actual, const Tensor& expected, const std::string& what = "");
 
+// n deterministic pseudo-random floats in [-1, 1) (a linear congruential
+// sequence from `seed`): matrices for the product tests.
+std::vector<float> pattern_values(int64_t n, uint32_t seed);
+
 using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 // Fixture case `name` (written by FixtureFile.case): runs op on name.in0,

@@ -1,61 +1,22 @@
-// Elementwise loops over tensors, and the scalar arithmetic they apply.
-//
-// map_unary / map_binary / map_ternary run a scalar function over every
-// element of their output, reading inputs broadcast to the output's shape
-// (stride 0 where an input is broadcast). Runs along which every operand is
-// contiguous take a plain indexed loop the compiler can vectorise. Integer
-// arithmetic wraps around on overflow (as PyTorch's does in practice) instead
-// of being undefined behaviour. Private; used by core/ops/binary.cpp,
-// compare.cpp and unary.cpp, and tested through them (tests/test_binary.cpp).
+// Element-wise loops over tensors: map_unary, map_binary and map_ternary
+// run a scalar function over every element of their output, reading inputs
+// broadcast to the output's shape (stride 0 where an input is broadcast).
+// Runs along which every operand is contiguous take a plain indexed loop
+// the compiler can vectorise; large outputs are split between threads
+// (parallel.h). The scalar functions' own rules (integer wraparound) are in
+// arithmetic.h. Private; used by core/ops/binary.cpp, compare.cpp and
+// unary.cpp, and tested through them (tests/test_binary.cpp).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
-#include <limits>
-#include <type_traits>
 
-#include "core/kernels/iter.h"
+#include "core/loops/iter.h"
 #include "core/tensor/internal.h"
 
 namespace ember::internal {
 
-// ---- scalar arithmetic without undefined behaviour ----------------------------------
-
-template <typename T>
-T add_op(T x, T y) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
-    else return x + y;
-}
-template <typename T>
-T sub_op(T x, T y) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
-    else return x - y;
-}
-template <typename T>
-T mul_op(T x, T y) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
-    else return x * y;
-}
-
-// A value converted to D. Float to integer conversions that C++ leaves
-// undefined (NaN, out of range) give the integer minimum, as x86's
-// conversion instruction (and so PyTorch) does.
-template <typename D, typename S>
-D cast_value(S v) {
-    if constexpr (std::is_same_v<D, bool>) {
-        return v != S(0);
-    } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
-        constexpr double limit = 9223372036854775808.0; // 2^63
-        double d = static_cast<double>(v);
-        if (!(d >= -limit && d < limit)) return std::numeric_limits<D>::min();
-        return static_cast<D>(v);
-    } else {
-        return static_cast<D>(v);
-    }
-}
-
-// ---- loops ------------------------------------------------------------------------------
-
+// Element (0, 0, ...) of t as a T*; T must be t's C++ type (unchecked:
+// data_ptr<T>() checks, these loops have already dispatched on the dtype).
 template <typename T>
 T* data_of(const Tensor& t) {
     return static_cast<T*>(t.storage()->data()) + t.storage_offset();

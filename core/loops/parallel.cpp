@@ -1,6 +1,6 @@
 // Thread control: see parallel.h.
 // Tests: the thread-count cases of tests/test_matmul.cpp.
-#include "core/kernels/parallel.h"
+#include "core/loops/parallel.h"
 
 #include "core/tensor/error.h"
 

@@ -5,18 +5,40 @@
 // the broadcast dimensions. Dimensions that are contiguous in every operand
 // are merged first, so a contiguous tensor becomes one long run. The kernel
 // sees runs: the element offsets of a run's first element in each operand, the
-// operands' strides along the run, and its length. docs/tensor.md explains
-// strides; tests/test_tensor.cpp checks every visited offset, and the op
-// tests cover the broadcast and strided cases.
+// operands' strides along the run, and its length. offset_of answers the
+// one-element question: where the element with a given row-major index
+// lies. docs/tensor.md explains strides; tests/test_tensor.cpp checks every
+// visited offset, and the op tests cover the broadcast and strided cases.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <span>
 
-#include "core/kernels/parallel.h"
+#include "core/loops/parallel.h"
 #include "core/tensor/error.h"
 
 namespace ember::internal {
+
+// Calls visit(d, i_d) with the coordinates of the element whose row-major
+// linear index over `shape` is `index`, from the last dim to the first: the
+// index read as a number whose digits are the coordinates, the last dim's
+// the fastest.
+template <typename F>
+void unravel(int64_t index, std::span<const int64_t> shape, const F& visit) {
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+        visit(d, index % shape[d]);
+        index /= shape[d];
+    }
+}
+
+// The offset of that element in a tensor of `shape` with `strides` (stride
+// 0 along broadcast dims): sum_d i_d * strides[d].
+inline int64_t offset_of(int64_t index, std::span<const int64_t> shape, std::span<const int64_t> strides) {
+    int64_t offset = 0;
+    unravel(index, shape, [&](int64_t d, int64_t i) { offset += i * strides[d]; });
+    return offset;
+}
 
 // One shape seen through N sets of strides, with mergeable dimensions merged.
 template <size_t N>
@@ -60,12 +82,10 @@ void for_each_run(const StridedLayout<N>& layout, int64_t begin, int64_t end, co
     // Decompose `begin` into a multi-index and the matching offsets.
     Shape index(ndim, 0);
     std::array<int64_t, N> offsets{};
-    int64_t rest = begin;
-    for (int64_t d = ndim - 1; d >= 0; --d) {
-        index[d] = rest % shape[d];
-        rest /= shape[d];
-        for (size_t k = 0; k < N; ++k) offsets[k] += index[d] * layout.strides[k][d];
-    }
+    unravel(begin, shape, [&](int64_t d, int64_t i) {
+        index[d] = i;
+        for (size_t k = 0; k < N; ++k) offsets[k] += i * layout.strides[k][d];
+    });
     std::array<int64_t, N> steps;
     for (size_t k = 0; k < N; ++k) steps[k] = layout.strides[k][ndim - 1];
 

@@ -1,0 +1,154 @@
+// The fast matrix kernels of core/kernels/gemm*.cpp against gemm's
+// definition, gemm_plain (core/ops/matmul.cpp), on awkward shapes and every
+// layout: the portable blocked kernel gives its bits; the AVX2 and AVX-512
+// kernels, which fuse each multiply-add, stay within the rounding that
+// fusing allows, and give each other's bits whichever driver and tile runs.
+// Built only with the fast kernels on x86-64 (tests/meson.build); the split
+// of batched products between threads: tests/test_kernels.cpp.
+#include <cmath>
+#include <functional>
+
+#include <catch2/catch.hpp>
+
+#include "check.h"
+#include "core/kernels/dispatch.h"
+#include "core/kernels/gemm.h"
+#include "core/kernels/gemm_packed.h"
+
+using namespace ember;
+using namespace ember::testing;
+using namespace ember::internal;
+
+namespace {
+
+struct Shape3 {
+    int64_t m, k, n;
+};
+// Beside sizes around the kernels' tiles (6 x 16) and blocks (256 deep):
+// C 8 wide and a last panel 5 to 8 wide (the 8-column tile), 1 to 4 wide
+// (the thin-edge kernel: 19, 65, 17, 1, 2, 3), and B more than 8 wide when
+// the direct driver copies a transposed B in 8x8 blocks.
+const std::vector<Shape3> kAwkwardShapes = {{1, 1, 1},    {1, 7, 1},     {7, 1, 5},      {13, 17, 19},  {64, 64, 64},
+                                            {65, 65, 65}, {97, 300, 31}, {257, 31, 300}, {3, 513, 2},   {300, 2, 1},
+                                            {6, 256, 16}, {7, 257, 17},  {1, 600, 700},  {700, 600, 1}, {200, 9000, 3},
+                                            {8, 8, 8},    {9, 20, 8},    {17, 33, 70},   {30, 41, 22}};
+
+template <typename T>
+using Kernel = void (*)(MatrixRef<const T>, MatrixRef<const T>, MatrixRef<T>, bool);
+
+// Calls body(s, a, b, accumulate) for every shape of `shapes`, every layout
+// (A and B transposed or not, read in place) and both accumulate modes, in
+// one section per shape and layout; A and B hold pattern_values from `seed`.
+template <typename T, typename Body>
+void for_each_case(const std::vector<Shape3>& shapes, uint32_t seed, const Body& body) {
+    for (const Shape3& s : shapes) {
+        for (int layout = 0; layout < 4; ++layout) {
+            const bool ta = layout & 1, tb = layout & 2;
+            DYNAMIC_SECTION(s.m << "x" << s.k << "x" << s.n << (ta ? " A^T" : "") << (tb ? " B^T" : "")) {
+                std::vector<float> af = pattern_values(s.m * s.k, seed), bf = pattern_values(s.k * s.n, seed + 1);
+                std::vector<T> a(af.begin(), af.end()), b(bf.begin(), bf.end());
+                MatrixRef<const T> ma{a.data(), s.m, s.k, ta ? 1 : s.k, ta ? s.m : 1};
+                MatrixRef<const T> mb{b.data(), s.k, s.n, tb ? 1 : s.n, tb ? s.k : 1};
+                for (bool accumulate : {false, true}) body(s, ma, mb, accumulate);
+            }
+        }
+    }
+}
+
+// Runs `kernel` and gemm_plain on every case; `check` compares the results.
+template <typename T>
+void compare_with_plain(Kernel<T> kernel,
+                        const std::function<void(const std::vector<T>&, const std::vector<T>&, int64_t)>& check) {
+    for_each_case<T>(kAwkwardShapes, 1, [&](const Shape3& s, auto ma, auto mb, bool accumulate) {
+        std::vector<T> c(s.m * s.n, T(0.5)), plain(s.m * s.n, T(0.5));
+        kernel(ma, mb, MatrixRef<T>{c.data(), s.m, s.n, s.n, 1}, accumulate);
+        gemm_plain(ma, mb, MatrixRef<T>{plain.data(), s.m, s.n, s.n, 1}, accumulate);
+        check(c, plain, s.k);
+    });
+}
+
+} // namespace
+
+// The portable kernel sums each element in increasing k from its start
+// value, rounding after every multiply and add, exactly like gemm_plain;
+// only the order in which elements are visited differs.
+TEST_CASE("the portable blocked kernel gives gemm's definition bit for bit", "[kernels][gemm]") {
+    compare_with_plain<float>(gemm_blocked, [](const auto& c, const auto& plain, int64_t) { REQUIRE(c == plain); });
+}
+
+TEST_CASE("float64 products give gemm's definition bit for bit", "[kernels][gemm]") {
+    compare_with_plain<double>(fast::gemm, [](const auto& c, const auto& plain, int64_t) { REQUIRE(c == plain); });
+}
+
+TEST_CASE("the AVX2 kernels agree with gemm's definition within rounding error", "[kernels][gemm]") {
+    if (!gemm_uses_avx2()) {
+        WARN("skipped: the AVX2 kernel does not run here (no AVX2/FMA)");
+        return;
+    }
+    // The kernels fuse each multiply-add, so each of the k steps can differ
+    // from gemm_plain's by half an ulp of the running sum: about k * 2^-24 * max|sum| at most.
+    // The pattern's entries are in [-1, 1), so |sums| <= k + 0.5.
+    compare_with_plain<float>(fast::gemm, [](const auto& c, const auto& ref, int64_t k) {
+        double bound = static_cast<double>(k + 1) * static_cast<double>(k + 1) * 0x1p-24 + 1e-6;
+        double worst = 0;
+        for (size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::abs(double(c[i]) - double(ref[i])));
+        INFO("largest difference " << worst << ", bound " << bound);
+        REQUIRE(worst <= bound);
+    });
+}
+
+TEST_CASE("the AVX2 direct and packed kernels give identical bits", "[kernels][gemm]") {
+    if (!gemm_uses_avx2()) {
+        WARN("skipped: the AVX2 kernels do not run here (no AVX2/FMA)");
+        return;
+    }
+    // gemm picks the direct kernel for small products and packing for large
+    // ones; both run one fused multiply-add per k in increasing order, so the
+    // choice must never change a result. Also through a C with strided columns.
+    for_each_case<float>(kAwkwardShapes, 11, [](const Shape3& s, auto ma, auto mb, bool accumulate) {
+        std::vector<float> direct(s.m * s.n, 0.25f), packed(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
+        gemm_direct_avx2(ma, mb, MatrixRef<float>{direct.data(), s.m, s.n, s.n, 1}, accumulate);
+        gemm_packed_avx2(ma, mb, MatrixRef<float>{packed.data(), s.m, s.n, s.n, 1}, accumulate);
+        REQUIRE(direct == packed);
+        // C stored transposed (column stride m): gemm must take the packed path
+        // (but for A of at most kDotRows rows, whose dot products sum in another order).
+        if (s.m <= kDotRows) return;
+        gemm(ma, mb, MatrixRef<float>{strided.data(), s.m, s.n, 1, s.m}, accumulate);
+        for (int64_t i = 0; i < s.m; ++i)
+            for (int64_t j = 0; j < s.n; ++j) REQUIRE(strided[j * s.m + i] == packed[i * s.n + j]);
+    });
+}
+
+TEST_CASE("the AVX-512 tiles give the AVX2 tiles' bits", "[kernels][gemm]") {
+    if (!gemm_uses_avx2() || !cpu_has_avx512f()) {
+        WARN("skipped: the AVX-512 kernel does not run here (no AVX-512F)");
+        return;
+    }
+    // Both tiles run one fused multiply-add per k, in increasing k, from C's
+    // start value: the same bits on every shape, layout and edge, whichever
+    // of the two the dispatch picks (gemm_uses_avx512). Larger shapes too:
+    // several k blocks, partial 14-row and 32-column panels, wide C.
+    std::vector<Shape3> shapes = kAwkwardShapes;
+    shapes.insert(shapes.end(), {{300, 600, 70}, {29, 513, 301}, {130, 257, 4100}, {15, 40, 33}});
+    for_each_case<float>(shapes, 21, [](const Shape3& s, auto ma, auto mb, bool accumulate) {
+        std::vector<float> avx2(s.m * s.n, 0.25f), avx512(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
+        gemm_packed_avx2(ma, mb, MatrixRef<float>{avx2.data(), s.m, s.n, s.n, 1}, accumulate);
+        gemm_packed_avx512(ma, mb, MatrixRef<float>{avx512.data(), s.m, s.n, s.n, 1}, accumulate);
+        int64_t differ = 0;
+        for (size_t i = 0; i < avx2.size(); ++i) differ += avx512[i] != avx2[i];
+        REQUIRE(differ == 0);
+        gemm_packed_avx512(ma, mb, MatrixRef<float>{strided.data(), s.m, s.n, 1, s.m}, accumulate);
+        // C stored transposed: the edge tiles go through the local tile.
+        for (int64_t i = 0; i < s.m; ++i)
+            for (int64_t j = 0; j < s.n; ++j) differ += strided[j * s.m + i] != avx2[i * s.n + j];
+        REQUIRE(differ == 0);
+        // The direct drivers (no packing; masked 32-column tiles in AVX-512).
+        std::vector<float> direct2(s.m * s.n, 0.25f), direct512(s.m * s.n, 0.25f);
+        gemm_direct_avx2(ma, mb, MatrixRef<float>{direct2.data(), s.m, s.n, s.n, 1}, accumulate);
+        gemm_direct_avx512(ma, mb, MatrixRef<float>{direct512.data(), s.m, s.n, s.n, 1}, accumulate);
+        for (size_t i = 0; i < avx2.size(); ++i) differ += (direct2[i] != avx2[i]) + (direct512[i] != avx2[i]);
+        REQUIRE(differ == 0);
+    });
+    INFO("the dispatch picked " << (gemm_uses_avx512() ? "AVX-512" : "AVX2") << " on this CPU");
+    SUCCEED();
+}
