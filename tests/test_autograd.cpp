@@ -313,3 +313,42 @@ TEST_CASE("a leaf's first gradient never shares memory with a tensor anyone else
     sum(w * w).backward();
     require_equal(w.grad(), tensor({8.0f, 12.0f}), "2 * 2w accumulated");
 }
+
+TEST_CASE("a split's pieces share one node, as PyTorch's SplitBackward0", "[autograd][split]") {
+    Tensor x = arange(12.0).view({2, 6}).requires_grad_();
+    std::vector<Tensor> pieces = x.chunk(3, 1); // three (2,2)
+    // PyTorch 1.13: chunk and split(int) record SplitBackward0, split(sizes) SplitWithSizesBackward0.
+    CHECK(pieces[0].grad_fn()->name() == "SplitBackward0");
+    CHECK(pieces[0].grad_fn() == pieces[2].grad_fn());
+    CHECK(x.split(Shape{1, 5}, 1)[1].grad_fn()->name() == "SplitWithSizesBackward0");
+    CHECK(x.split(4, 1)[1].grad_fn()->name() == "SplitBackward0");
+    // Only the middle piece used: the others' places get zeros (PyTorch's x.grad).
+    (pieces[1] * 2).sum().backward();
+    require_equal(x.grad(), tensor({{0.f, 0.f, 2.f, 2.f, 0.f, 0.f}, {0.f, 0.f, 2.f, 2.f, 0.f, 0.f}}), "x.grad");
+}
+
+TEST_CASE("gradients through a split's pieces, used apart and together, pass gradcheck", "[autograd][split]") {
+    manual_seed(2);
+    Tensor x = randn({3, 7}, kFloat64).requires_grad_();
+    auto fn = [](const std::vector<Tensor>& in) {
+        std::vector<Tensor> p = in[0].split(Shape{2, 4, 1}, 1); // the last piece unused
+        std::vector<Tensor> q = in[0].chunk(2, 0);              // (2,7) and (1,7)
+        return (p[0].sum(1) * p[1].sum(1)).sum() + tanh(q[1]).sum() + (q[0] * q[0]).sum();
+    };
+    CHECK(gradcheck(fn, {x}));
+}
+
+TEST_CASE("retain_grad on several pieces of one split keeps each its own gradient", "[autograd][split]") {
+    Tensor x = ones({2, 4}).requires_grad_();
+    Tensor y = x * 3.0;
+    std::vector<Tensor> pieces = y.chunk(2, 1);
+    pieces[0].retain_grad();
+    pieces[1].retain_grad();
+    Tensor loss = (pieces[0] * 5.0).sum() + (pieces[1] * 7.0).sum();
+    loss.backward({}, /*retain_graph=*/true);
+    require_equal(pieces[0].grad(), full({2, 2}, 5.0f), "first piece");
+    require_equal(pieces[1].grad(), full({2, 2}, 7.0f), "second piece");
+    require_equal(x.grad(), tensor({{15.f, 15.f, 21.f, 21.f}, {15.f, 15.f, 21.f, 21.f}}), "x.grad");
+    loss.backward(); // the split keeps nothing that a first backward frees
+    require_equal(x.grad(), tensor({{30.f, 30.f, 42.f, 42.f}, {30.f, 30.f, 42.f, 42.f}}), "x.grad, twice");
+}

@@ -5,6 +5,7 @@
 // views are in inplace.cpp. Tests: tests/test_autograd.cpp.
 #include "core/autograd/autograd.h"
 
+#include <algorithm>
 #include <atomic>
 #include <queue>
 #include <unordered_map>
@@ -65,8 +66,14 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
 
     // 2. Run nodes whose dependencies are all met, latest-created first (a
     //    topological order, and the order PyTorch uses). Each node's summed
-    //    input gradient waits in `pending` until it runs.
-    std::unordered_map<Node*, Tensor> pending{{root_node.get(), dout}};
+    //    gradients, one per output, wait in `pending` until it runs.
+    std::unordered_map<Node*, std::vector<Tensor>> pending;
+    auto pending_of = [&pending](Node* node) -> std::vector<Tensor>& {
+        std::vector<Tensor>& douts = pending[node];
+        if (douts.empty()) douts.resize(node->num_outputs());
+        return douts;
+    };
+    pending_of(root_node.get())[root.impl()->grad_fn ? root.impl()->output_nr : 0] = dout;
     auto later_first = [](Node* a, Node* b) { return a->sequence_nr() < b->sequence_nr(); };
     std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
     ready.push(root_node.get());
@@ -74,17 +81,19 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     while (!ready.empty()) {
         Node* node = ready.top();
         ready.pop();
-        Tensor node_dout = std::move(pending[node]);
+        std::vector<Tensor> douts = std::move(pending_of(node));
         pending.erase(node);
 
         Grads grads;
-        if (node_dout.defined()) {
-            if (auto out = node->retained_output.lock()) {
+        if (std::any_of(douts.begin(), douts.end(), [](const Tensor& t) { return t.defined(); })) {
+            for (const auto& retained : node->retained_outputs) {
+                auto out = retained.lock();
+                if (!out || !douts[out->output_nr].defined()) continue;
                 Tensor kept(out);
-                if (!out->grad) kept.set_grad(node_dout.clone());
-                else kept.grad().add_(node_dout);
+                if (!out->grad) kept.set_grad(douts[out->output_nr].clone());
+                else kept.grad().add_(douts[out->output_nr]);
             }
-            grads = node->apply(node_dout);
+            grads = douts.size() == 1 ? node->apply(douts[0]) : node->apply_outputs(douts);
             if (!retain_graph) node->release();
         }
 
@@ -95,15 +104,14 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         for (size_t i = 0; i < next.size(); ++i) {
             Node* child = next[i].get();
             if (!child) continue;
+            std::vector<Tensor>& child_douts = pending_of(child); // the child counts this edge even without a gradient
             if (i < grads.size() && grads[i].defined()) {
                 Tensor g = grads[i];
                 if (g.shape() != node->input_shape(i))
                     fail<ShapeError>("backward", node->name(), " returned a gradient of shape ", g.shape(),
                                      " for input ", i, ", which has shape ", node->input_shape(i));
                 if (g.dtype() != node->input_dtype(i)) g = g.to(node->input_dtype(i));
-                accumulate(pending[child], g);
-            } else {
-                pending.try_emplace(child); // no contribution, but the child still counts this edge
+                accumulate(child_douts[node->next_output_nr(i)], g);
             }
             if (--dependencies[child] == 0) ready.push(child);
         }
@@ -119,6 +127,7 @@ Node::Node(const std::vector<Tensor>& inputs) : sequence_nr_(next_sequence_nr++)
     next_.reserve(inputs.size());
     for (const Tensor& input : inputs) {
         next_.push_back(input.defined() ? gradient_edge(input) : nullptr);
+        next_output_nr_.push_back(input.defined() && input.impl()->grad_fn ? input.impl()->output_nr : 0);
         input_shapes_.push_back(input.defined() ? input.shape() : Shape{});
         input_dtypes_.push_back(input.defined() ? input.dtype() : DType::Float32);
     }
@@ -233,7 +242,17 @@ std::shared_ptr<Node> gradient_edge(const Tensor& tensor) {
 void attach(const Tensor& out, std::shared_ptr<Node> node) {
     TensorImpl* impl = out.impl();
     impl->grad_fn = std::move(node);
+    impl->output_nr = 0;
     impl->requires_grad = true;
+}
+
+void attach_outputs(const std::vector<Tensor>& outs, const std::shared_ptr<Node>& node) {
+    for (size_t i = 0; i < outs.size(); ++i) {
+        TensorImpl* impl = outs[i].impl();
+        impl->grad_fn = node;
+        impl->output_nr = static_cast<uint32_t>(i);
+        impl->requires_grad = true;
+    }
 }
 
 void attach(const Tensor& out, std::string name, const std::vector<Tensor>& inputs, BackwardFn backward) {
@@ -269,7 +288,10 @@ void Tensor::zero_grad() const { impl()->grad = nullptr; }
 void Tensor::retain_grad() const {
     if (!requires_grad()) fail<AutogradError>("retain_grad", "tensor of shape ", shape(), " does not require grad");
     if (is_leaf()) return; // leaves keep their gradient anyway
-    grad_fn()->retained_output = impl_ptr();
+    auto& retained = grad_fn()->retained_outputs;
+    for (const auto& kept : retained)
+        if (kept.lock().get() == impl()) return; // asked before
+    retained.push_back(impl_ptr());
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const { run_backward(*this, gradient, retain_graph); }

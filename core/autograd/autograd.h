@@ -36,27 +36,35 @@ public:
     virtual std::string name() const = 0;
     // The gradients of the inputs, given dout: the gradient of the output.
     virtual Grads apply(const Tensor& dout) = 0;
+    // A node with several outputs (split's pieces, one node for all, as in
+    // PyTorch) receives their gradients together, one per output, an
+    // undefined one for an output that got none.
+    virtual size_t num_outputs() const { return 1; }
+    virtual Grads apply_outputs(const std::vector<Tensor>& douts) { return apply(douts[0]); }
     // Frees what backward needed; called after a backward without retain_graph.
     virtual void release() { released_ = true; }
     bool released() const { return released_; }
 
     // The next nodes, one per input (null when that input needs no grad).
     const std::vector<std::shared_ptr<Node>>& next_functions() const { return next_; }
+    // Which output of next_functions()[i] input i is (0 unless that node has several).
+    uint32_t next_output_nr(size_t i) const { return next_output_nr_[i]; }
     bool needs_input_grad(size_t i) const { return i < next_.size() && next_[i] != nullptr; }
     const Shape& input_shape(size_t i) const { return input_shapes_[i]; }
     DType input_dtype(size_t i) const { return input_dtypes_[i]; }
     // Creation order; the engine runs later nodes first, as PyTorch does.
     uint64_t sequence_nr() const { return sequence_nr_; }
 
-    // Set by Tensor::retain_grad on a non-leaf: that tensor receives dout.
-    // Weak, so the node does not own its output.
-    std::weak_ptr<TensorImpl> retained_output;
+    // Set by Tensor::retain_grad on a non-leaf: those of the node's outputs
+    // receive their dout. Weak, so the node does not own its outputs.
+    std::vector<std::weak_ptr<TensorImpl>> retained_outputs;
 
     // Number of Nodes alive in this process (tests use it to prove graphs are freed).
     static int64_t live_count();
 
 private:
     std::vector<std::shared_ptr<Node>> next_;
+    std::vector<uint32_t> next_output_nr_;
     std::vector<Shape> input_shapes_;
     std::vector<DType> input_dtypes_;
     uint64_t sequence_nr_;
@@ -160,6 +168,8 @@ bool needs_grad(const std::vector<Tensor>& inputs);
 // Makes `out` (a fresh result) the output of `node`: its history, and
 // requires_grad. Every op records itself this way.
 void attach(const Tensor& out, std::shared_ptr<Node> node);
+// The same for the several outputs of one node (outs[i] is its output i).
+void attach_outputs(const std::vector<Tensor>& outs, const std::shared_ptr<Node>& node);
 // The same with a new FunctionNode over `inputs`: what built-in ops record.
 void attach(const Tensor& out, std::string name, const std::vector<Tensor>& inputs, BackwardFn backward);
 

@@ -130,8 +130,8 @@ Graph collect(const Tensor& root, const NamedTensors& names) {
             tensor = root;
         } else if (leaf) {
             tensor = leaf->variable();
-        } else if (auto kept = node->retained_output.lock()) {
-            tensor = Tensor(kept);
+        } else if (!node->retained_outputs.empty()) {
+            if (auto kept = node->retained_outputs.front().lock()) tensor = Tensor(kept);
         }
         box.lines = box_lines(box.name, *node, shapes[i], tensor);
         g.boxes.push_back(std::move(box));

@@ -38,11 +38,17 @@ void attach_inplace(const Tensor& self, std::string name, const std::vector<Tens
     auto node = std::make_shared<FunctionNode>(std::move(name), inputs, std::move(backward));
     TensorImpl* impl = self.impl();
     // A retain_grad() on self follows self to its new history.
-    if (impl->grad_fn && impl->grad_fn->retained_output.lock().get() == impl) {
-        node->retained_output = self.impl_ptr();
-        impl->grad_fn->retained_output.reset();
+    if (impl->grad_fn) {
+        auto& retained = impl->grad_fn->retained_outputs;
+        for (auto it = retained.begin(); it != retained.end(); ++it)
+            if (it->lock().get() == impl) {
+                node->retained_outputs.push_back(self.impl_ptr());
+                retained.erase(it);
+                break;
+            }
     }
     impl->grad_fn = std::move(node);
+    impl->output_nr = 0;
     impl->requires_grad = true;
     // Views of self taken before now still hold the old history: mark them stale.
     self.storage()->bump_history_version();

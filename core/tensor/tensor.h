@@ -40,6 +40,7 @@ struct TensorImpl {
     // Autograd state (docs/autograd.md).
     bool requires_grad = false;            // set on leaves by the user, on results by ops
     std::shared_ptr<Node> grad_fn;         // the node that computed this tensor; null for leaves
+    uint32_t output_nr = 0;                // which of grad_fn's outputs it is (split's pieces: 0, 1, ...)
     std::shared_ptr<TensorImpl> grad;      // accumulated gradient of a leaf (or a retain_grad tensor)
     std::weak_ptr<Node> grad_accumulator;  // a leaf's AccumulateGrad node while a graph uses it
     std::shared_ptr<TensorImpl> view_base; // for a view, the tensor it views (in-place checks)

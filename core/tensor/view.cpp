@@ -349,17 +349,61 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 // ---- chunk, split: several narrow views ----------------------------------------------------
 
+// The one node behind all the pieces of a split, as PyTorch's SplitBackward0:
+// forward: piece i = x[..., start_i : start_i + size_i, ...] along d, so dx is
+// the pieces' gradients side by side, and zero where a piece got none. One
+// buffer for all of them; a narrow's own backward would zero a whole x-sized
+// gradient per piece and add them up.
+class SplitNode : public Node {
+public:
+    SplitNode(const char* name, const Tensor& x, int64_t d, Shape sizes)
+        : Node({x}), name_(name), d_(d), sizes_(std::move(sizes)) {}
+    std::string name() const override { return name_; }
+    size_t num_outputs() const override { return sizes_.size(); }
+    Grads apply(const Tensor& dout) override { return apply_outputs({dout}); }
+    Grads apply_outputs(const std::vector<Tensor>& douts) override {
+        Tensor dx = empty(input_shape(0), input_dtype(0));
+        int64_t start = 0;
+        for (size_t i = 0; i < sizes_.size(); ++i) {
+            Tensor place = dx.narrow(d_, start, sizes_[i]);
+            if (douts[i].defined()) place.copy_(douts[i]);
+            else place.zero_();
+            start += sizes_[i];
+        }
+        return {dx};
+    }
+
+private:
+    const char* name_;
+    int64_t d_;
+    Shape sizes_;
+};
+
+// The pieces of x along d, of the given sizes (which add up to x's size there).
+static std::vector<Tensor> split_pieces(const Tensor& x, int64_t d, const Shape& sizes, const char* grad_name) {
+    std::vector<Tensor> pieces;
+    {
+        NoGradGuard no_grad; // each narrow would record a node of its own
+        int64_t start = 0;
+        for (int64_t s : sizes) {
+            pieces.push_back(x.narrow(d, start, s));
+            start += s;
+        }
+    }
+    if (needs_grad(x)) attach_outputs(pieces, std::make_shared<SplitNode>(grad_name, x, d, sizes));
+    return pieces;
+}
+
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
     if (this->dim() == 0) fail<IndexError>("split", "cannot split a 0-dimensional tensor");
     int64_t d = wrap_dim(dim, this->dim(), "split");
     int64_t size = shape()[d];
     if (split_size <= 0 && !(split_size == 0 && size == 0))
         fail<ValueError>("split", "split_size must be positive, got ", split_size, " for shape ", shape());
-    std::vector<Tensor> pieces;
     if (size == 0) return {*this};
-    for (int64_t start = 0; start < size; start += split_size)
-        pieces.push_back(narrow(d, start, std::min(split_size, size - start)));
-    return pieces;
+    Shape sizes;
+    for (int64_t start = 0; start < size; start += split_size) sizes.push_back(std::min(split_size, size - start));
+    return split_pieces(*this, d, sizes, "SplitBackward0");
 }
 
 std::vector<Tensor> Tensor::split(const Shape& split_sizes, int64_t dim) const {
@@ -377,13 +421,7 @@ std::vector<Tensor> Tensor::split(const Shape& split_sizes, int64_t dim) const {
     if (total != shape()[d])
         fail<ShapeError>("split", "split sizes ", split_sizes, " do not add up to dimension ", dim, " of shape ",
                          shape(), ", which has size ", shape()[d]);
-    std::vector<Tensor> pieces;
-    int64_t start = 0;
-    for (int64_t s : split_sizes) {
-        pieces.push_back(narrow(d, start, s));
-        start += s;
-    }
-    return pieces;
+    return split_pieces(*this, d, split_sizes, "SplitWithSizesBackward0");
 }
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
