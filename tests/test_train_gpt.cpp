@@ -627,7 +627,11 @@ TEST_CASE("the memory estimate bounds a training step's measured peak, within a 
         }
         const double measured = static_cast<double>(memory_stats().peak_allocated - before);
         const double estimate = train::estimate_memory(config, batch, 0).total();
-        CHECK(measured <= estimate);
+        // The estimate is fitted to the default build. A reference build runs
+        // fused attention and dropout by their definitions, which keep what
+        // the kernels do not (the fast model's (B,NH,T,T) weights, dropout
+        // masks as floats), so there it bounds only from the other side.
+        if constexpr (internal::kFastKernelsBuilt) CHECK(measured <= estimate);
         // The factor holds for the buffer cache's counts, each buffer rounded
         // up to its size class. A reference build has no cache and counts
         // the bytes asked for, at most a quarter fewer: 1.6 * 1.25 there.
