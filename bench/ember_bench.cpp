@@ -146,10 +146,11 @@ void bench_batched(const Options& o, const Attention& a) {
     print_product("bmm_" + a.name, "bmm", bh, a.T, a.hs, a.T, flops, t);
 }
 
-// Causal attention of q, k, v (B,NH,T,hs) as BatchedMultiHeadAttention computes it.
+// Causal attention of q, k, v (B,NH,T,hs) as the fast model computes it
+// without flash (nn/fast_gpt.cpp): scale, mask and softmax in one op.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) {
     Tensor scores = matmul(q, k.transpose(-2, -1));
-    Tensor weights = scaled_masked_softmax(scores, mask, std::sqrt(static_cast<double>(q.size(-1))), ScaleOp::divide);
+    Tensor weights = scaled_masked_softmax(scores, mask, 1.0 / std::sqrt(static_cast<double>(q.size(-1))));
     return matmul(weights, v);
 }
 

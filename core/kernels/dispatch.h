@@ -80,14 +80,13 @@ void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double
 // (kernels/softmax.cpp): the row functions of core/ops/softmax.h, for short
 // rows their operations on several rows at once: the same bits. out may be
 // x; mask is the bool mask (true = masked out) expanded to x's shape, or
-// undefined; s the scale, applied as x * s or, when divide, x / s.
+// undefined; s the scale, applied as x * s.
 template <typename T>
 void softmax_last_dim(const T* x, T* out, int64_t rows, int64_t n);
 template <typename T>
-void scaled_masked_softmax_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s, bool divide);
+void scaled_masked_softmax_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s);
 template <typename T>
-void scaled_masked_softmax_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask, T s,
-                                    bool divide);
+void scaled_masked_softmax_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask, T s);
 
 // sum over a contiguous tensor's leading dims (kernels/column_sum.cpp):
 // out[j] = sum over r in [0, rows) of x[r * cols + j], in double, in

@@ -106,7 +106,7 @@ struct MaskRows {
 };
 
 template <typename T>
-void masked_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s, bool divide) {
+void masked_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s) {
     const MaskRows masks(mask);
     const int64_t block = std::max<int64_t>(1, 1024 / n); // rows filled, then softmaxed, while in L1
     constexpr T kMasked = -std::numeric_limits<T>::infinity();
@@ -117,10 +117,7 @@ void masked_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mas
             const T* xb = x + r0 * n;
             T* yb = y + r0 * n;
             const int64_t len = (r1 - r0) * n;
-            if (divide)
-                for (int64_t j = 0; j < len; ++j) yb[j] = xb[j] / s;
-            else
-                for (int64_t j = 0; j < len; ++j) yb[j] = xb[j] * s;
+            for (int64_t j = 0; j < len; ++j) yb[j] = xb[j] * s;
             if (masks.data)
                 masks.for_rows(r0, r1, [&](int64_t r, const bool* mr) {
                     T* yr = y + r * n;
@@ -136,18 +133,17 @@ void masked_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mas
 // be compiled for the baseline only).
 template <typename T>
 [[gnu::flatten]] EMBER_VECTOR_CLONES void masked_backward_rows(const T* y, const T* dy, T* dx, int64_t begin,
-                                                               int64_t end, int64_t n, const MaskRows& masks, T s,
-                                                               bool divide) {
+                                                               int64_t end, int64_t n, const MaskRows& masks, T s) {
     masks.for_rows(begin, end, [&](int64_t r, const bool* mr) {
-        scaled_masked_softmax_backward_row(y + r * n, dy + r * n, dx + r * n, n, mr, masks.step, s, divide);
+        scaled_masked_softmax_backward_row(y + r * n, dy + r * n, dx + r * n, n, mr, masks.step, s);
     });
 }
 
 template <typename T>
-void masked_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask, T s, bool divide) {
+void masked_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask, T s) {
     const MaskRows masks(mask);
     parallel_for(0, rows, grain_for(n),
-                 [&](int64_t b, int64_t e) { masked_backward_rows(y, dy, dx, b, e, n, masks, s, divide); });
+                 [&](int64_t b, int64_t e) { masked_backward_rows(y, dy, dx, b, e, n, masks, s); });
 }
 
 } // namespace
@@ -160,22 +156,20 @@ template void fast::softmax_last_dim(const float*, float*, int64_t, int64_t);
 template void fast::softmax_last_dim(const double*, double*, int64_t, int64_t);
 
 template <typename T>
-void fast::scaled_masked_softmax_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s,
-                                         bool divide) {
-    masked_forward(x, y, rows, n, mask, s, divide);
+void fast::scaled_masked_softmax_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s) {
+    masked_forward(x, y, rows, n, mask, s);
 }
-template void fast::scaled_masked_softmax_forward(const float*, float*, int64_t, int64_t, const Tensor&, float, bool);
-template void fast::scaled_masked_softmax_forward(const double*, double*, int64_t, int64_t, const Tensor&, double,
-                                                  bool);
+template void fast::scaled_masked_softmax_forward(const float*, float*, int64_t, int64_t, const Tensor&, float);
+template void fast::scaled_masked_softmax_forward(const double*, double*, int64_t, int64_t, const Tensor&, double);
 
 template <typename T>
 void fast::scaled_masked_softmax_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask,
-                                          T s, bool divide) {
-    masked_backward(y, dy, dx, rows, n, mask, s, divide);
+                                          T s) {
+    masked_backward(y, dy, dx, rows, n, mask, s);
 }
 template void fast::scaled_masked_softmax_backward(const float*, const float*, float*, int64_t, int64_t, const Tensor&,
-                                                   float, bool);
+                                                   float);
 template void fast::scaled_masked_softmax_backward(const double*, const double*, double*, int64_t, int64_t,
-                                                   const Tensor&, double, bool);
+                                                   const Tensor&, double);
 
 } // namespace ember::internal

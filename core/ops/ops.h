@@ -181,14 +181,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // Attention's scores-to-weights lines in one pass over the last dim:
-//   softmax(masked_fill(x * scale, masked_out, -inf), -1)   (op = multiply), or
-//   softmax(masked_fill(x, masked_out, -inf) / scale, -1)   (op = divide),
+//   softmax(masked_fill(x * scale, masked_out, -inf), -1)
 // with the same bits as those ops one by one, forward and backward. x is
 // (..., T, T) scores, e.g. (B,NH,T,T); masked_out is bool, true where a
 // score is masked out (masked_fill's convention; scaled_dot_product_attention's
 // is the opposite), broadcastable to x, e.g. (T,T), or undefined; scale > 0.
-enum class ScaleOp { multiply, divide };
-Tensor scaled_masked_softmax(const Tensor& x, const Tensor& masked_out, double scale, ScaleOp op = ScaleOp::multiply);
+Tensor scaled_masked_softmax(const Tensor& x, const Tensor& masked_out, double scale);
 // logits (N,C) float, targets (N) int64 in [0, C) or ignore_index; mean over
 // the targets that are not ignored.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100);

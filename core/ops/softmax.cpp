@@ -139,31 +139,31 @@ int64_t mask_step(const Tensor& m) { return m.defined() ? m.stride(-1) : 0; }
 // forward over `rows` contiguous rows of n; the fast copy when the fast
 // kernels are on (core/kernels/dispatch.h).
 template <typename T>
-void masked_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s, bool divide) {
+void masked_forward(const T* x, T* y, int64_t rows, int64_t n, const Tensor& mask, T s) {
     if constexpr (kFastKernelsBuilt) {
-        if (use_fast_kernels()) return fast::scaled_masked_softmax_forward(x, y, rows, n, mask, s, divide);
+        if (use_fast_kernels()) return fast::scaled_masked_softmax_forward(x, y, rows, n, mask, s);
     }
     parallel_for(0, rows, grain_for(n), [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r)
-            scaled_masked_softmax_row(x + r * n, y + r * n, n, mask_row(mask, r), mask_step(mask), s, divide);
+            scaled_masked_softmax_row(x + r * n, y + r * n, n, mask_row(mask, r), mask_step(mask), s);
     });
 }
 
 template <typename T>
-void masked_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask, T s, bool divide) {
+void masked_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t n, const Tensor& mask, T s) {
     if constexpr (kFastKernelsBuilt) {
-        if (use_fast_kernels()) return fast::scaled_masked_softmax_backward(y, dy, dx, rows, n, mask, s, divide);
+        if (use_fast_kernels()) return fast::scaled_masked_softmax_backward(y, dy, dx, rows, n, mask, s);
     }
     parallel_for(0, rows, grain_for(n), [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r)
             scaled_masked_softmax_backward_row(y + r * n, dy + r * n, dx + r * n, n, mask_row(mask, r), mask_step(mask),
-                                               s, divide);
+                                               s);
     });
 }
 
 } // namespace
 
-Tensor scaled_masked_softmax(const Tensor& x, const Tensor& masked_out, double scale, ScaleOp op) {
+Tensor scaled_masked_softmax(const Tensor& x, const Tensor& masked_out, double scale) {
     const char* name = "scaled_masked_softmax";
     check_floating(x, name);
     if (x.dim() < 1) fail<ShapeError>(name, "needs at least one dim to take the softmax over, got ", x.shape());
@@ -186,22 +186,21 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& masked_out, double s
         m = masked_out.expand(x.shape());
     }
     const int64_t n = x.size(-1);
-    const bool divide = op == ScaleOp::divide;
     Tensor xc = contiguous_data(x);
     Tensor y = empty_for(name, x.shape(), x.dtype());
-    // forward, per row of n: y = x * s (or x / s); y = -inf where masked;
+    // forward, per row of n: y = x * s; y = -inf where masked;
     // then softmax in place (softmax.h). (With n = 0 there is nothing to
     // compute, nor a row to index.)
     if (n > 0)
         dispatch_floating(x.dtype(), name, [&]<typename T>(TypeTag<T>) {
             const T s = static_cast<T>(scale); // cast first, as x * 0.125 on float32 does
-            masked_forward(xc.data_ptr<T>(), y.data_ptr<T>(), x.numel() / n, n, m, s, divide);
+            masked_forward(xc.data_ptr<T>(), y.data_ptr<T>(), x.numel() / n, n, m, s);
         });
     // backward, per row: softmax's, then the mask's, then the scale's, as
     // the three ops one by one would (softmax.h).
     if (needs_grad(x))
         attach(y, "ScaledMaskedSoftmaxBackward", {x},
-               [ys = SavedTensor(y), ms = SavedTensor(m), scale, divide, n](const Tensor& dout) -> Grads {
+               [ys = SavedTensor(y), ms = SavedTensor(m), scale, n](const Tensor& dout) -> Grads {
                    const Tensor& yv = ys.get();
                    const Tensor& mv = ms.get(); // throws if the mask changed in place since
                    Tensor dy = contiguous_data(dout);
@@ -209,7 +208,7 @@ Tensor scaled_masked_softmax(const Tensor& x, const Tensor& masked_out, double s
                    if (n > 0)
                        dispatch_floating(yv.dtype(), "scaled_masked_softmax", [&]<typename T>(TypeTag<T>) {
                            masked_backward(yv.data_ptr<T>(), dy.data_ptr<T>(), dx.data_ptr<T>(), yv.numel() / n, n, mv,
-                                           static_cast<T>(scale), divide);
+                                           static_cast<T>(scale));
                        });
                    return {dx};
                });

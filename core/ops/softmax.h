@@ -72,32 +72,25 @@ void log_softmax_backward_row(const T* y, const T* dy, T* dx, int64_t stride, in
 // mask is the row of a bool mask (true = masked out), its elements
 // mask_step apart, or null when nothing is masked.
 
-// forward: y = x * s (or x / s when divide); y = -inf where masked; then
-// softmax in place.
+// forward: y = x * s; y = -inf where masked; then softmax in place.
 template <typename T>
-void scaled_masked_softmax_row(const T* x, T* y, int64_t n, const bool* mask, int64_t mask_step, T s, bool divide) {
-    if (divide)
-        for (int64_t i = 0; i < n; ++i) y[i] = x[i] / s;
-    else
-        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
+void scaled_masked_softmax_row(const T* x, T* y, int64_t n, const bool* mask, int64_t mask_step, T s) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
     if (mask)
         for (int64_t i = 0; i < n; ++i) y[i] = mask[i * mask_step] ? -std::numeric_limits<T>::infinity() : y[i];
     softmax_row(y, y, 1, n, false);
 }
 
 // backward: softmax's dS = y (dy - sum dy y); the mask's backward zeroes dS
-// where masked; the scale's multiplies (or divides) by s. The same float
+// where masked; the scale's multiplies by s. The same float
 // operations in the same order as the three ops one by one, so the bits
 // agree too.
 template <typename T>
 void scaled_masked_softmax_backward_row(const T* y, const T* dy, T* dx, int64_t n, const bool* mask, int64_t mask_step,
-                                        T s, bool divide) {
+                                        T s) {
     T dot = 0;
     for (int64_t i = 0; i < n; ++i) dot += dy[i] * y[i];
-    if (divide)
-        for (int64_t i = 0; i < n; ++i) dx[i] = y[i] * (dy[i] - dot) / s;
-    else
-        for (int64_t i = 0; i < n; ++i) dx[i] = y[i] * (dy[i] - dot) * s;
+    for (int64_t i = 0; i < n; ++i) dx[i] = y[i] * (dy[i] - dot) * s;
     if (mask)
         for (int64_t i = 0; i < n; ++i) dx[i] = mask[i * mask_step] ? T(0) : dx[i];
 }

@@ -652,8 +652,7 @@ class Generator:
             k = r.randint(1, rank)
             m = self.mask([n if r.random() < 0.6 else 1 for n in x.shape[rank - k :]], keep=-1)
         scale = r.choice([0.125, 0.5, 2.0])
-        v = self.emit("scaled_masked_softmax", [x.name, m.name if m else "-", scale, r.choice(["mul", "div"])],
-                      x.shape, bound=1.0)  # fmt: skip
+        v = self.emit("scaled_masked_softmax", [x.name, m.name if m else "-", scale], x.shape, bound=1.0)
         self.use(x, *([m] if m else []))
         return v
 

@@ -260,10 +260,8 @@ Tensor run_line(const Line& line, const Env& env, DType dtype) {
     if (op == "outer") return outer(T(0), T(1));
     if (op == "linear") return linear(T(0), T(1), a.at(2) == "-" ? Tensor() : T(2));
     if (op == "cross_entropy") return cross_entropy(T(0), T(1), I(2));
-    // `scaled_masked_softmax x mask scale mul|div`, mask `-` for none
-    if (op == "scaled_masked_softmax")
-        return scaled_masked_softmax(T(0), a.at(1) == "-" ? Tensor() : T(1), F(2),
-                                     a.at(3) == "mul" ? ScaleOp::multiply : ScaleOp::divide);
+    // `scaled_masked_softmax x mask scale`, mask `-` for none
+    if (op == "scaled_masked_softmax") return scaled_masked_softmax(T(0), a.at(1) == "-" ? Tensor() : T(1), F(2));
     // `sdpa q k v mask causal scale`: mask `-` for none, scale `-` for 1/sqrt(E)
     if (op == "sdpa") {
         std::optional<double> scale;

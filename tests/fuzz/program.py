@@ -256,13 +256,9 @@ def _torch_op(op, a, env, dtype):
         return torch.nn.functional.cross_entropy(T(a[0]), T(a[1]), ignore_index=int(a[2]))
     if op == "scaled_masked_softmax":
         # ember's fused op, against the lines it fuses
-        x, scale = T(a[0]), _f(a[2])
-        if a[3] == "mul":
-            x = x * scale
+        x = T(a[0]) * _f(a[2])
         if a[1] != "-":
             x = x.masked_fill(T(a[1]), float("-inf"))
-        if a[3] == "div":
-            x = x / scale
         return torch.softmax(x, -1)
     if op == "sdpa":
         # PyTorch 2's F.scaled_dot_product_attention (1.13 lacks it), as its docs define it
