@@ -2,11 +2,12 @@
 #include "memory.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 namespace train {
+
+using ember::human_bytes;
 
 double count_parameters(const ModelConfig& c) {
     const double V = static_cast<double>(c.vocab_size), T = static_cast<double>(c.block_size),
@@ -122,18 +123,6 @@ std::optional<MemoryLimit> available_memory(const std::string& root) {
         break;
     }
     return best;
-}
-
-std::string human_bytes(double bytes) {
-    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
-    int unit = 0;
-    while (bytes >= 1024 && unit < 8) {
-        bytes /= 1024;
-        ++unit;
-    }
-    char text[64];
-    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
-    return text;
 }
 
 std::string memory_problem(const MemoryEstimate& need, const std::optional<MemoryLimit>& limit,

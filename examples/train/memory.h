@@ -48,7 +48,4 @@ std::optional<MemoryLimit> available_memory(const std::string& root = "");
 std::string memory_problem(const MemoryEstimate& need, const std::optional<MemoryLimit>& limit,
                            const std::string& shrink);
 
-// "1.4 TiB": a size for people.
-std::string human_bytes(double bytes);
-
 } // namespace train
