@@ -79,28 +79,9 @@ TEST_CASE("the fast model matches nanoGPT's model.py in PyTorch", "[fast_gpt]") 
                 require_equal(p.detach(), f.tensor(name + ".param." + pname), "initial " + pname);
             CHECK(joined_keys(model.state_dict()) == f.text(name + ".state_dict_keys"));
 
-            manual_seed(static_cast<uint64_t>(seed + 1000)); // PyTorch's dropout masks
-            nn::GPTOutput out = model.forward(f.tensor(name + ".idx"), f.tensor(name + ".targets"));
-            require_close(out.logits, f.tensor(name + ".logits"), {1e-5, 1e-5}, "logits");
-            require_close(out.loss, f.tensor(name + ".loss"), {1e-6, 1e-6}, "loss");
-            out.loss.backward();
-            for (const auto& [pname, p] : model.named_parameters())
-                require_close(p.grad(), f.tensor(name + ".grad." + pname), {1e-4, 1e-6}, "gradient of " + pname);
-
-            model.zero_grad();
-            optim::AdamW opt(model.parameters(), {.lr = 1e-2});
-            manual_seed(static_cast<uint64_t>(seed + 2000));
-            std::vector<double> losses;
-            for (int step = 0; step < 5; ++step) {
-                Tensor xb = f.tensor(name + ".batch" + std::to_string(step));
-                Tensor loss = model.forward(xb, cat({xb.slice(1, 1), xb.slice(1, 0, 1)}, 1)).loss;
-                losses.push_back(loss.item());
-                opt.zero_grad();
-                loss.backward();
-                opt.step();
-            }
-            require_close(from_vector(losses, {}, kFloat64), f.tensor(name + ".adamw_losses"), {1e-5, 1e-6},
-                          "AdamW losses");
+            check_gpt_training(
+                model, [&](const Tensor& idx, const Tensor& targets) { return model.forward(idx, targets); }, f, name,
+                5);
         }
     manual_seed(0);
     CHECK(nn::fast::GPT(fixture_config("gpt2", true)).repr() == f.text("gpt2.repr"));

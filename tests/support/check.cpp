@@ -163,6 +163,34 @@ const Fixtures& fixtures(const std::string& family) {
     return it->second;
 }
 
+void check_gpt_training(nn::Module& model, const GPTForward& forward, const Fixtures& f, const std::string& name,
+                        int steps) {
+    const int64_t seed = f.tensor(name + ".seed").item<int64_t>();
+    manual_seed(static_cast<uint64_t>(seed + 1000));
+    model.train();
+    nn::GPTOutput out = forward(f.tensor(name + ".idx"), f.tensor(name + ".targets"));
+    require_close(out.logits, f.tensor(name + ".logits"), {1e-5, 1e-5}, "logits");
+    require_close(out.loss, f.tensor(name + ".loss"), {1e-6, 1e-6}, "loss");
+    out.loss.backward();
+    for (const auto& [pname, p] : model.named_parameters())
+        require_close(p.grad(), f.tensor(name + ".grad." + pname), {1e-4, 1e-6}, "gradient of " + pname);
+
+    model.zero_grad();
+    optim::AdamW opt(model.parameters(), {.lr = 1e-2});
+    manual_seed(static_cast<uint64_t>(seed + 2000));
+    std::vector<double> losses;
+    for (int step = 0; step < steps; ++step) {
+        Tensor xb = f.tensor(name + ".batch" + std::to_string(step));
+        Tensor yb = cat({xb.slice(1, 1), xb.slice(1, 0, 1)}, 1); // torch.roll(xb, -1, 1)
+        Tensor loss = forward(xb, yb).loss;
+        losses.push_back(loss.item());
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+    }
+    require_close(from_vector(losses, {}, kFloat64), f.tensor(name + ".adamw_losses"), {1e-5, 1e-6}, "AdamW losses");
+}
+
 std::map<std::string, int> graph_op_counts(const Tensor& root) {
     std::map<std::string, int> counts;
     std::set<const Node*> seen;

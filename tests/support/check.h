@@ -67,6 +67,17 @@ using ModuleBuilder = std::function<std::shared_ptr<nn::Module>()>;
 std::shared_ptr<nn::Module> check_module_case(const Fixtures& fixtures, const std::string& name,
                                               const ModuleBuilder& build, Tolerance tol = {});
 
+// A GPT's training against PyTorch's, from the entries tests/fixtures/
+// fixture_writer.py's write_training wrote under `name`: forward(idx,
+// targets) in training mode after manual_seed(seed + 1000) (PyTorch's
+// dropout masks), its logits, loss and every parameter's gradient; then
+// `steps` AdamW steps (lr 1e-2) on name.batch0, 1, ... with the next tokens
+// as targets after manual_seed(seed + 2000), their losses. seed is
+// name.seed; forward is the model's, which nn::Module does not declare.
+using GPTForward = std::function<nn::GPTOutput(const Tensor& idx, const Tensor& targets)>;
+void check_gpt_training(nn::Module& model, const GPTForward& forward, const Fixtures& fixtures, const std::string& name,
+                        int steps);
+
 // The fixtures of a family, loaded once per test program.
 const Fixtures& fixtures(const std::string& family);
 
