@@ -69,13 +69,13 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& c)
 // computes what gpt.py's classes compute, draw for draw.
 
 std::array<Tensor, 3> CausalSelfAttention::project_qkv(const Tensor& x) {
-    const int64_t B = x.size(0), T = x.size(1), C = n_embd, hs = C / n_head;
+    const int64_t B = x.size(0), T = x.size(1), C = n_embd, head_size = C / n_head;
     // (B,T,3C) -> q, k, v (B,T,C): columns h*hs .. (h+1)*hs of each are head h's
     std::vector<Tensor> qkv = (*c_attn)(x).split(C, 2);
     // (B,T,C) -> (B,T,NH,hs) -> (NH,B,T,hs): views, nothing copied (Note [heads first])
-    Tensor q = qkv[0].view({B, T, n_head, hs}).permute({2, 0, 1, 3});
-    Tensor k = qkv[1].view({B, T, n_head, hs}).permute({2, 0, 1, 3});
-    Tensor v = qkv[2].view({B, T, n_head, hs}).permute({2, 0, 1, 3});
+    Tensor q = qkv[0].view({B, T, n_head, head_size}).permute({2, 0, 1, 3});
+    Tensor k = qkv[1].view({B, T, n_head, head_size}).permute({2, 0, 1, 3});
+    Tensor v = qkv[2].view({B, T, n_head, head_size}).permute({2, 0, 1, 3});
     return {q, k, v};
 }
 
