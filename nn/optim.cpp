@@ -9,6 +9,7 @@
 
 #include "core/autograd/autograd.h"
 #include "core/kernels/dispatch.h"
+#include "core/ops/adamw.h"
 #include "core/tensor/internal.h"
 
 namespace ember::optim {
@@ -112,23 +113,6 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o) : Optimizer(std::move(p
     state_.resize(params_.size());
 }
 
-namespace {
-
-// AdamW's update of n elements: PyTorch's single-tensor loop, one element at
-// a time, each line one of its tensor ops.
-template <typename T>
-void adamw_update_plain(T* param, const T* grad, T* m, T* v, int64_t n, const internal::AdamWScalars<T>& s) {
-    for (int64_t j = 0; j < n; ++j) {
-        param[j] = param[j] * s.decay;                                   // param.mul_(1 - lr * wd)
-        m[j] = m[j] * s.beta1 + grad[j] * s.one_minus_beta1;             // exp_avg.mul_(b1).add_(g, alpha=1-b1)
-        v[j] = v[j] * s.beta2 + (grad[j] * grad[j]) * s.one_minus_beta2; // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
-        T denom = std::sqrt(v[j]) / s.bias_correction2_sqrt + s.eps;     // (v.sqrt() / bc2_sqrt).add_(eps)
-        param[j] = param[j] + s.neg_step_size * (m[j] / denom);          // param.addcdiv_(m, denom, -step_size)
-    }
-}
-
-} // namespace
-
 void AdamW::step() {
     NoGradGuard no_grad;
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -165,12 +149,13 @@ void AdamW::step() {
                 .eps = static_cast<T>(options.eps),
                 .neg_step_size = static_cast<T>(-step_size),
             };
-            // core/kernels/adamw.cpp: the same loop, compiled for AVX2 too and split between threads.
+            // core/ops/adamw.h's loop defines the update; core/kernels/adamw.cpp
+            // runs it compiled for AVX2 too and split between threads.
             if constexpr (internal::kFastKernelsBuilt) {
                 if (internal::use_fast_kernels())
                     return internal::fast::adamw_update(param, grad, exp_avg, exp_avg_sq, p.numel(), scalars);
             }
-            adamw_update_plain(param, grad, exp_avg, exp_avg_sq, p.numel(), scalars);
+            internal::adamw_update_loop(param, grad, exp_avg, exp_avg_sq, p.numel(), scalars);
         });
         internal::bump_version(p);
     }

@@ -1,9 +1,6 @@
-// AdamW's update, fast (fast::adamw_update, dispatch.h): the loop of
-// nn/optim.cpp, operation for operation, compiled for baseline x86-64 and
-// for AVX2 (vectorize.h) and split between threads. Tests:
-// tests/test_kernels.cpp.
-#include <cmath>
-
+// AdamW's update, fast (fast::adamw_update, dispatch.h): the loop that
+// defines it (core/ops/adamw.h), compiled for baseline x86-64 and for AVX2
+// (vectorize.h) and split between threads. Tests: tests/test_kernels.cpp.
 #include "core/kernels/dispatch.h"
 #include "core/kernels/vectorize.h"
 #include "core/loops/parallel.h"
@@ -12,19 +9,11 @@ namespace ember::internal {
 
 namespace {
 
-// The loop sits in the marked function itself: a lambda handed to
-// parallel_for would be compiled for the baseline only. __restrict__ tells
-// the compiler the four arrays do not overlap, so it may vectorise.
+// The loop must be inlined into the marked function (flatten): a lambda
+// handed to parallel_for would be compiled for the baseline only.
 template <typename T>
-EMBER_VECTOR_CLONES void update(T* __restrict__ param, const T* __restrict__ grad, T* __restrict__ m, T* __restrict__ v,
-                                int64_t n, AdamWScalars<T> s) {
-    for (int64_t j = 0; j < n; ++j) {
-        param[j] = param[j] * s.decay;
-        m[j] = m[j] * s.beta1 + grad[j] * s.one_minus_beta1;
-        v[j] = v[j] * s.beta2 + (grad[j] * grad[j]) * s.one_minus_beta2;
-        T denom = std::sqrt(v[j]) / s.bias_correction2_sqrt + s.eps;
-        param[j] = param[j] + s.neg_step_size * (m[j] / denom);
-    }
+[[gnu::flatten]] EMBER_VECTOR_CLONES void update(T* param, const T* grad, T* m, T* v, int64_t n, AdamWScalars<T> s) {
+    adamw_update_loop(param, grad, m, v, n, s);
 }
 
 } // namespace

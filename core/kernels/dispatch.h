@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "core/ops/adamw.h"
 #include "core/ops/attention.h"
 #include "core/ops/matmul.h"
 #include "core/random/generator.h"
@@ -147,24 +148,11 @@ void mt19937_temper(const uint32_t* in, uint32_t* out, int64_t n);
 
 } // namespace fast
 
-// The scalars of one AdamW step (nn/optim.cpp), each already in the
-// parameter's dtype.
-template <typename T>
-struct AdamWScalars {
-    T decay; // 1 - lr * weight_decay
-    T beta1, one_minus_beta1;
-    T beta2, one_minus_beta2;
-    T bias_correction2_sqrt;
-    T eps;
-    T neg_step_size; // -lr / bias_correction1
-};
-
 namespace fast {
 
 // AdamW's update of one parameter (kernels/adamw.cpp): n elements of param,
-// exp_avg and exp_avg_sq updated in place from grad; the loop of
-// nn/optim.cpp, compiled for AVX2 too and split between threads: the same
-// bits.
+// exp_avg and exp_avg_sq updated in place from grad; core/ops/adamw.h's
+// loop, compiled for AVX2 too and split between threads: the same bits.
 template <typename T>
 void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n, const AdamWScalars<T>& s);
 
