@@ -1,5 +1,6 @@
 // The notebooks' attention classes: see attention.h. Each forward is its
-// notebook's, line for line, after one check of the input's shape.
+// notebook's, line for line, after a check of the input's shape where
+// the class has one.
 // Tests: tests/test_attention.cpp.
 #include "nn/attention.h"
 

@@ -1,7 +1,8 @@
 // Self-attention as the notebooks write it. Each class runs its notebook's
-// lines, in the notebook's order, and nothing else: where a notebook
-// multiplies by hs^-0.5 the code multiplies, where it divides by sqrt(hs)
-// the code divides. docs/attention.md walks from the averaging trick to
+// lines, in the notebook's order, and nothing else (some first check the
+// input's shape, so that a wrong one is named, not failed on deep inside).
+// Where a notebook multiplies by hs^-0.5 the code multiplies, where it
+// divides by sqrt(hs) the code divides. docs/attention.md walks from the averaging trick to
 // these classes; the fast model (nn/fast_gpt.h) computes the same function
 // with one fused projection, FlashAttention and a key/value cache.
 // Tests: tests/test_attention.cpp.

@@ -79,22 +79,29 @@ std::array<Tensor, 3> CausalSelfAttention::project_qkv(const Tensor& x) {
     return {q, k, v};
 }
 
+// The queries are positions start .. start+T-1: those rows of the mask, (T,S).
+static Tensor mask_rows(const Tensor& mask, int64_t start, int64_t T, int64_t S) {
+    return mask.index({Slice(start, start + T), Slice(0, S)});
+}
+
+Tensor CausalSelfAttention::weights(const Tensor& q, const Tensor& k, int64_t start) {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(k.size(-1)));
+    // (NH,B,T,hs) @ (NH,B,hs,S) -> (NH,B,T,S); scale, mask and softmax in one op
+    return scaled_masked_softmax(matmul(q, k.transpose(-2, -1)), mask_rows(mask, start, q.size(2), k.size(2)), scale);
+}
+
 Tensor CausalSelfAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v, int64_t start) {
     const int64_t T = q.size(2), S = k.size(2);
-    const double p = is_training() ? attn_dropout->p : 0.0;
-    // The queries are positions start .. start+T-1: those rows of the mask.
-    Tensor masked_out = mask.index({Slice(start, start + T), Slice(0, S)}); // (T,S)
     if (flash) {
         // softmax(q @ k^T / sqrt(hs) + mask) @ v with dropout on the weights,
         // in one op that never stores them (docs/flash_attention.md). A plain
         // causal square is is_causal, which skips the blocks above the diagonal.
+        const double p = is_training() ? attn_dropout->p : 0.0;
         if (start == 0 && T == S) return scaled_dot_product_attention(q, k, v, Tensor(), p, /*is_causal=*/true);
-        return scaled_dot_product_attention(q, k, v, masked_out == false, p);
+        return scaled_dot_product_attention(q, k, v, mask_rows(mask, start, T, S) == false, p);
     }
-    // The same by the unfused ops: (NH,B,T,hs) @ (NH,B,hs,S) -> (NH,B,T,S)
-    const double scale = 1.0 / std::sqrt(static_cast<double>(k.size(-1)));
-    Tensor att = scaled_masked_softmax(matmul(q, k.transpose(-2, -1)), masked_out, scale);
-    att = (*attn_dropout)(att);
+    // The same by the unfused ops.
+    Tensor att = (*attn_dropout)(weights(q, k, start));
     return matmul(att, v); // (NH,B,T,S) @ (NH,B,S,hs) -> (NH,B,T,hs)
 }
 
@@ -140,12 +147,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x, KVCache& cache, size_t laye
 
 Tensor CausalSelfAttention::attention_weights(const Tensor& x) {
     check_input(x, n_embd);
-    const int64_t T = x.size(1);
-    auto [q, k, v] = project_qkv(x);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(k.size(-1)));
-    Tensor att = scaled_masked_softmax(matmul(q, k.transpose(-2, -1)), mask.index({Slice(0, T), Slice(0, T)}),
-                                       scale); // (NH,B,T,T)
-    return att.transpose(0, 1);                // (B,NH,T,T)
+    auto qkv = project_qkv(x);
+    return weights(qkv[0], qkv[1], 0).transpose(0, 1); // (NH,B,T,T) -> (B,NH,T,T)
 }
 
 // ---- MLP and Block ----------------------------------------------------------------------
@@ -200,14 +203,7 @@ GPT::GPT(const GPTConfig& c) : Module("GPT"), config(checked(c)) {
     // submodules children first), then the residual projections again with
     // a smaller std, so that the sum over 2 n_layer residual branches keeps
     // the stream's scale.
-    apply([](Module& m) {
-        if (auto* linear = dynamic_cast<Linear*>(&m)) {
-            init::normal_(linear->weight, 0.0, 0.02);
-            if (linear->bias.defined()) init::zeros_(linear->bias);
-        } else if (auto* embedding = dynamic_cast<Embedding*>(&m)) {
-            init::normal_(embedding->weight, 0.0, 0.02);
-        }
-    });
+    apply(internal::gpt_init_weights);
     const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
     for (const auto& [name, p] : named_parameters())
         if (name.size() >= 13 && name.compare(name.size() - 13, 13, "c_proj.weight") == 0)

@@ -92,6 +92,9 @@ public:
 private:
     // x (B,T,C) -> q, k, v, each (NH,B,T,hs): views of c_attn's output.
     std::array<Tensor, 3> project_qkv(const Tensor& x);
+    // The unfused weights of queries at positions start..start+T-1 over keys
+    // 0..S-1: softmax(q @ k^T / sqrt(hs)), later keys masked out -> (NH,B,T,S).
+    Tensor weights(const Tensor& q, const Tensor& k, int64_t start);
     // Queries at positions start..start+T-1 over keys and values 0..S-1 -> (NH,B,T,hs).
     Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, int64_t start);
     // y (NH,B,T,hs) -> heads side by side (B,T,C) -> c_proj -> dropout.

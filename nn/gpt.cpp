@@ -5,7 +5,6 @@
 
 #include "core/autograd/autograd.h"
 #include "nn/gpt_checks.h"
-#include "nn/init.h"
 
 namespace ember::nn {
 
@@ -40,16 +39,6 @@ Tensor Block::forward(const Tensor& input) {
 
 namespace {
 
-// gpt.py's _init_weights: Linear and Embedding weights ~ N(0, 0.02), biases 0.
-void init_weights(Module& module) {
-    if (auto* linear = dynamic_cast<Linear*>(&module)) {
-        init::normal_(linear->weight, 0.0, 0.02);
-        if (linear->bias.defined()) init::zeros_(linear->bias);
-    } else if (auto* embedding = dynamic_cast<Embedding*>(&module)) {
-        init::normal_(embedding->weight, 0.0, 0.02);
-    }
-}
-
 void check_config(const GPTConfig& c) {
     if (c.vocab_size < 1 || c.block_size < 1 || c.n_layer < 0)
         fail<ValueError>("GPTLanguageModel",
@@ -73,7 +62,7 @@ GPTLanguageModel::GPTLanguageModel(const GPTConfig& c) : Module("GPTLanguageMode
 
     // gpt.py's _init_weights (the video's version of the file does without):
     // self.apply visits the submodules children first, drawing as it goes
-    apply(init_weights);
+    apply(internal::gpt_init_weights);
 }
 
 GPTOutput GPTLanguageModel::forward(const Tensor& idx, const Tensor& targets) {
@@ -99,7 +88,6 @@ GPTOutput GPTLanguageModel::forward(const Tensor& idx, const Tensor& targets) {
 
 Tensor GPTLanguageModel::generate(Tensor idx, int64_t max_new_tokens) {
     check_generate("GPTLanguageModel", idx, max_new_tokens);
-    NoGradGuard no_grad; // gpt.py records a graph here that nothing uses
     // idx is (B,T) array of indices in the current context
     for (int64_t i = 0; i < max_new_tokens; ++i) {
         // crop idx to the last block_size tokens

@@ -70,8 +70,9 @@ public:
     Tensor forward(const Tensor& idx) override { return forward(idx, Tensor()).logits; }
     // gpt.py's generate: extends each row of idx (B,T) by max_new_tokens
     // tokens, each drawn from the softmax of the last position's logits, the
-    // context cropped to block_size. nn::generate (nn/generate.h) adds
-    // nanoGPT's temperature and top-k.
+    // context cropped to block_size. Like gpt.py's it records each step's
+    // graph; a NoGradGuard around the call skips that. nn::generate
+    // (nn/generate.h) adds nanoGPT's temperature and top-k.
     Tensor generate(Tensor idx, int64_t max_new_tokens);
 
     const GPTConfig config;

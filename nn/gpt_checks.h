@@ -1,10 +1,14 @@
-// The argument checks both GPTs (nn/gpt.h, nn/fast_gpt.h) and nn::generate
-// share, so that each model's forward opens with one line. Private to ember.
+// What both GPTs (nn/gpt.h, nn/fast_gpt.h) share: the argument checks
+// (nn::generate's too), so that each model's forward opens with one line,
+// and the weights' initialisation. Private to ember.
 #pragma once
 
 #include <optional>
 
 #include "core/ops/ops.h"
+#include "nn/init.h"
+#include "nn/layers.h"
+#include "nn/linear.h"
 
 namespace ember::internal {
 
@@ -34,6 +38,17 @@ inline void check_generate(const char* op, const Tensor& idx, int64_t max_new_to
     if (max_new_tokens < 0) fail<ValueError>(op, "max_new_tokens must be non-negative, got ", max_new_tokens);
     if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) < 1)
         fail<ShapeError>(op, "idx must be (B,T) int64 with T >= 1, got ", dtype_name(idx.dtype()), " ", idx.shape());
+}
+
+// gpt.py's _init_weights, which nanoGPT's keeps: Linear and Embedding
+// weights ~ N(0, 0.02), biases 0. Module::apply runs it on every module.
+inline void gpt_init_weights(nn::Module& module) {
+    if (auto* linear = dynamic_cast<nn::Linear*>(&module)) {
+        nn::init::normal_(linear->weight, 0.0, 0.02);
+        if (linear->bias.defined()) nn::init::zeros_(linear->bias);
+    } else if (auto* embedding = dynamic_cast<nn::Embedding*>(&module)) {
+        nn::init::normal_(embedding->weight, 0.0, 0.02);
+    }
 }
 
 } // namespace ember::internal

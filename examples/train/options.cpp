@@ -1,7 +1,6 @@
 // train_gpt's flags and presets: see options.h.
 #include "options.h"
 
-#include <cmath>
 #include <functional>
 #include <iostream>
 #include <map>
