@@ -107,7 +107,9 @@ Tensor CausalSelfAttention::attend(const Tensor& q, const Tensor& k, const Tenso
 
 Tensor CausalSelfAttention::merge_and_project(const Tensor& y) {
     const int64_t B = y.size(1), T = y.size(2);
-    // (NH,B,T,hs) -> (B,T,NH,hs) -> (B,T,C): each token's heads side by side
+    // (NH,B,T,hs) -> (B,T,NH,hs) -> (B,T,C): each token's heads side by side.
+    // A view when y is (B,T,NH,hs) in memory, as flash attention lays it
+    // out (docs/flash_attention.md, "The code"); a copy after the unfused ops.
     Tensor merged = y.permute({1, 2, 0, 3}).reshape({B, T, n_embd});
     return (*resid_dropout)((*c_proj)(merged));
 }

@@ -254,6 +254,37 @@ TEST_CASE("FlashAttention equals scaled_dot_product_attention's definition withi
         }
 }
 
+TEST_CASE("FlashAttention on heads cut from one projection: laid out as them, same values", "[kernels][sdpa]") {
+    // q, k and v as nanoGPT's attention makes them: one (B,T,3C) projection
+    // split in three and viewed as heads, (NH,B,T,hs), strided. The kernel
+    // reads them in place and lays out its output and their gradients as
+    // they are, (B,T,NH,hs) in memory, so that the merge of the heads back
+    // into (B,T,C) is a view (the definition's result is contiguous, and the
+    // merge a copy). Values and the projection's gradient agree within
+    // rounding (1e-5 relative); the gradient flowing into the kernel is the
+    // merge's, strided too.
+    const int64_t B = 2, T = 70, NH = 3, hs = 16, C = NH * hs;
+    manual_seed(12);
+    Tensor qkv0 = randn({B, T, 3 * C}), w = randn({B, T, C});
+    std::vector<Tensor> results[2];
+    for (int reference = 0; reference < 2; ++reference) {
+        std::optional<ReferenceKernelsGuard> guard;
+        if (reference) guard.emplace();
+        Generator gen(5);
+        Tensor qkv = leaf(qkv0);
+        std::vector<Tensor> pieces = qkv.split(C, 2);
+        auto heads = [&](const Tensor& t) { return t.view({B, T, NH, hs}).permute({2, 0, 1, 3}); };
+        Tensor out = scaled_dot_product_attention(heads(pieces[0]), heads(pieces[1]), heads(pieces[2]), Tensor(), 0.2,
+                                                  /*is_causal=*/true, std::nullopt, &gen);
+        Tensor merged_heads = out.permute({1, 2, 0, 3});
+        CHECK(merged_heads.is_contiguous() == !reference);
+        (merged_heads.reshape({B, T, C}) * w).sum().backward();
+        results[reference] = {out, qkv.grad()};
+    }
+    require_relative(results[0][0], results[1][0], 1e-5, "out");
+    require_relative(results[0][1], results[1][1], 1e-5, "the projection's gradient");
+}
+
 TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][optim]") {
     manual_seed(6);
     for (DType dtype : {kFloat32, kFloat64}) {

@@ -23,6 +23,7 @@
 #include "core/loops/map.h"
 #include "core/ops/attention.h"
 #include "core/ops/ops.h"
+#include "core/random/fill.h"
 #include "core/tensor/internal.h"
 #include "core/tensor/shape.h"
 
@@ -186,29 +187,28 @@ void keep_where(double* p, int64_t cols, uint64_t bits, double keep) { keep_wher
 // ---- the problem ------------------------------------------------------------------------------
 
 // One operand, slice by slice: element (i, j) of slice s is at
-// data + offset[s] + i * row_stride + j * col_stride.
+// data + offset[s] + i * row_stride + j * col_stride. T is const for the
+// ones read.
 template <typename T>
 struct Operand {
-    const T* data = nullptr;
+    T* data = nullptr;
     std::vector<int64_t> offset;
     int64_t row_stride = 0, col_stride = 0;
 
-    MatrixRef<const T> block(int64_t slice, int64_t row0, int64_t rows, int64_t col0, int64_t cols) const {
+    MatrixRef<T> block(int64_t slice, int64_t row0, int64_t rows, int64_t col0, int64_t cols) const {
         return {data + offset[slice] + row0 * row_stride + col0 * col_stride, rows, cols, row_stride, col_stride};
     }
-    const T* at(int64_t slice, int64_t i, int64_t j) const {
-        return data + offset[slice] + i * row_stride + j * col_stride;
-    }
+    T* at(int64_t slice, int64_t i, int64_t j) const { return data + offset[slice] + i * row_stride + j * col_stride; }
 };
 
-// `t` read as if expanded to batch + (rows, cols).
+// `t` read (T const) or written as if expanded to batch + (rows, cols).
 template <typename T>
 Operand<T> operand(const Tensor& t, const Shape& batch, int64_t rows, int64_t cols) {
     Shape full = batch;
     full.push_back(rows);
     full.push_back(cols);
     const Shape strides = broadcast_strides(t, full);
-    Operand<T> op{data_of<T>(t), {}, strides[strides.size() - 2], strides.back()};
+    Operand<T> op{data_of<std::remove_const_t<T>>(t), {}, strides[strides.size() - 2], strides.back()};
     const int64_t count = shape_numel(batch);
     op.offset.resize(static_cast<size_t>(count));
     for (int64_t s = 0; s < count; ++s) op.offset[s] = offset_of(s, batch, std::span(strides).first(batch.size()));
@@ -220,10 +220,10 @@ template <typename T>
 struct Problem {
     int64_t slices = 0, L = 0, S = 0, E = 0, Ev = 0;
     T scale = 1;
-    Operand<T> q, k, v;
+    Operand<const T> q, k, v;
     AttentionMask mask_kind = AttentionMask::none;
-    Operand<bool> allowed; // AttentionMask::allowed: true where a query may attend to a key
-    Operand<T> add_mask;   // AttentionMask::additive: added to the scores
+    Operand<const bool> allowed; // AttentionMask::allowed: true where a query may attend to a key
+    Operand<const T> add_mask;   // AttentionMask::additive: added to the scores
     // Dropout: bit (slice*L + i)*S + j of keep_bits is 1 where weight (i, j)
     // is kept (and scaled by keep); null without dropout.
     const uint64_t* keep_bits = nullptr;
@@ -275,12 +275,12 @@ Problem<T> problem(const AttentionCall& c, const Tensor& q, const Tensor& k, con
     a.slices = shape_numel(c.batch);
     a.L = c.L, a.S = c.S, a.E = c.E, a.Ev = c.Ev;
     a.scale = static_cast<T>(c.scale);
-    a.q = operand<T>(q, c.batch, c.L, c.E);
-    a.k = operand<T>(k, c.batch, c.S, c.E);
-    a.v = operand<T>(v, c.batch, c.S, c.Ev);
+    a.q = operand<const T>(q, c.batch, c.L, c.E);
+    a.k = operand<const T>(k, c.batch, c.S, c.E);
+    a.v = operand<const T>(v, c.batch, c.S, c.Ev);
     a.mask_kind = c.mask_kind;
-    if (c.mask_kind == AttentionMask::allowed) a.allowed = operand<bool>(c.mask, c.batch, c.L, c.S);
-    if (c.mask_kind == AttentionMask::additive) a.add_mask = operand<T>(c.mask, c.batch, c.L, c.S);
+    if (c.mask_kind == AttentionMask::allowed) a.allowed = operand<const bool>(c.mask, c.batch, c.L, c.S);
+    if (c.mask_kind == AttentionMask::additive) a.add_mask = operand<const T>(c.mask, c.batch, c.L, c.S);
     if (drop.words.defined()) a.keep_bits = reinterpret_cast<const uint64_t*>(drop.words.data_ptr<int64_t>());
     a.keep = static_cast<T>(drop.scale);
     return a;
@@ -304,9 +304,10 @@ struct ForwardScratch {
     std::vector<T> kt, p, o, m, l;
 };
 
-// Query rows [i0, i0 + rows) of one slice: out (rows, Ev) and lse (rows).
+// Query rows [i0, i0 + rows) of one slice: their rows of out, and lse (rows).
 template <typename T>
-void forward_rows(const Problem<T>& a, int64_t slice, int64_t i0, int64_t rows, T* out, T* lse, ForwardScratch<T>& w) {
+void forward_rows(const Problem<T>& a, int64_t slice, int64_t i0, int64_t rows, const Operand<T>& out, T* lse,
+                  ForwardScratch<T>& w) {
     if (w.kt_slice != slice) {
         transpose_into(a.k.block(slice, 0, a.S, 0, a.E), w.kt);
         w.kt_slice = slice;
@@ -331,14 +332,14 @@ void forward_rows(const Problem<T>& a, int64_t slice, int64_t i0, int64_t rows, 
     // out = o / l (a row whose keys are all masked: 0 / 0 = NaN, as softmax
     // gives), lse = m + log l.
     for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t e = 0; e < a.Ev; ++e) out[r * a.Ev + e] = w.o[r * a.Ev + e] / w.l[r];
+        for (int64_t e = 0; e < a.Ev; ++e) *out.at(slice, i0 + r, e) = w.o[r * a.Ev + e] / w.l[r];
         lse[r] = w.m[r] + std::log(w.l[r]);
     }
 }
 
-// out (slices, L, Ev) and lse (slices, L), both contiguous.
+// out (slices, L, Ev), and lse (slices, L) contiguous.
 template <typename T>
-void forward(const Problem<T>& a, T* out, T* lse) {
+void forward(const Problem<T>& a, const Operand<T>& out, T* lse) {
     const int64_t blocks = (a.L + kBlock - 1) / kBlock;              // blocks of query rows per slice
     const int64_t work = std::min(kBlock, a.L) * a.S * (a.E + a.Ev); // multiply-adds of one block
     parallel_for(0, a.slices * blocks, grain_for(work, kGemmParallelWork), [&](int64_t begin, int64_t end) {
@@ -347,7 +348,7 @@ void forward(const Problem<T>& a, T* out, T* lse) {
         for (int64_t item = begin; item < end; ++item) {
             const int64_t slice = item / blocks, i0 = (item % blocks) * kBlock;
             const int64_t rows = std::min(kBlock, a.L - i0);
-            forward_rows(a, slice, i0, rows, out + (slice * a.L + i0) * a.Ev, lse + slice * a.L + i0, scratch);
+            forward_rows(a, slice, i0, rows, out, lse + slice * a.L + i0, scratch);
         }
     });
 }
@@ -370,10 +371,18 @@ struct BackwardScratch {
     std::vector<T> kt, vt, p, pz, dp, d;
 };
 
-// One slice: dq (L,E), dk (S,E) and dv (S,Ev), zeroed by the caller.
+// What the backward reads beside the problem, and the gradients it adds
+// into (zeroed by the caller), each (slices, rows, cols) as its operand says.
 template <typename T>
-void backward_slice(const Problem<T>& a, int64_t slice, const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv,
-                    BackwardScratch<T>& w) {
+struct BackwardIO {
+    Operand<const T> out, dout;
+    const T* lse = nullptr; // (slices, L), contiguous
+    Operand<T> dq, dk, dv;
+};
+
+// One slice's dq (L,E), dk (S,E) and dv (S,Ev).
+template <typename T>
+void backward_slice(const Problem<T>& a, int64_t slice, const BackwardIO<T>& io, BackwardScratch<T>& w) {
     const int64_t L = a.L, S = a.S, E = a.E, Ev = a.Ev;
     transpose_into(a.k.block(slice, 0, S, 0, E), w.kt);
     transpose_into(a.v.block(slice, 0, S, 0, Ev), w.vt);
@@ -381,9 +390,11 @@ void backward_slice(const Problem<T>& a, int64_t slice, const T* out, const T* l
     w.pz.resize(kBlock * kBlock);
     w.dp.resize(kBlock * kBlock);
     w.d.resize(static_cast<size_t>(L));
+    const T* lse = io.lse + slice * L;
     for (int64_t i = 0; i < L; ++i) { // D_i = sum_c dout_ic out_ic
+        const T *dout = io.dout.at(slice, i, 0), *out = io.out.at(slice, i, 0);
         T sum = 0;
-        for (int64_t c = 0; c < Ev; ++c) sum += dout[i * Ev + c] * out[i * Ev + c];
+        for (int64_t c = 0; c < Ev; ++c) sum += dout[c * io.dout.col_stride] * out[c * io.out.col_stride];
         w.d[i] = sum;
     }
     for (int64_t j0 = 0; j0 < S; j0 += kBlock) {
@@ -398,9 +409,9 @@ void backward_slice(const Problem<T>& a, int64_t slice, const T* out, const T* l
             a.scores(slice, i0, rows, j0, cols, w.kt.data(), p, kBlock);
             softmax_from_lse(p, rows, cols, kBlock, lse + i0);
             // dP = (dout @ v^T) Z: (rows, Ev) @ (Ev, cols)
-            fast::gemm(MatrixRef<const T>{dout + i0 * Ev, rows, Ev, Ev, 1},
-                       MatrixRef<const T>{w.vt.data() + j0, Ev, cols, S, 1}, MatrixRef<T>{dp, rows, cols, kBlock, 1},
-                       false);
+            const MatrixRef<const T> dout = io.dout.block(slice, i0, rows, 0, Ev);
+            fast::gemm(dout, MatrixRef<const T>{w.vt.data() + j0, Ev, cols, S, 1},
+                       MatrixRef<T>{dp, rows, cols, kBlock, 1}, false);
             // dv[j0:+cols] += (P Z)^T @ dout[i0:+rows]: (cols, rows) @ (rows, Ev)
             const T* pz = p;
             if (a.keep_bits) {
@@ -411,29 +422,24 @@ void backward_slice(const Problem<T>& a, int64_t slice, const T* out, const T* l
                 }
                 pz = w.pz.data();
             }
-            fast::gemm(MatrixRef<const T>{pz, cols, rows, 1, kBlock},
-                       MatrixRef<const T>{dout + i0 * Ev, rows, Ev, Ev, 1}, MatrixRef<T>{dv + j0 * Ev, cols, Ev, Ev, 1},
-                       true);
+            fast::gemm(MatrixRef<const T>{pz, cols, rows, 1, kBlock}, dout, io.dv.block(slice, j0, cols, 0, Ev), true);
             // ds * scale = P (dP - D) * scale, in dp's place; 0 where a key was masked out.
             score_gradient(dp, p, rows, cols, kBlock, w.d.data() + i0, lse + i0, a.scale);
             // dq[i0:+rows] += ds @ k[j0:+cols];  dk[j0:+cols] += ds^T @ q[i0:+rows]
             fast::gemm(MatrixRef<const T>{dp, rows, cols, kBlock, 1}, a.k.block(slice, j0, cols, 0, E),
-                       MatrixRef<T>{dq + i0 * E, rows, E, E, 1}, true);
+                       io.dq.block(slice, i0, rows, 0, E), true);
             fast::gemm(MatrixRef<const T>{dp, cols, rows, 1, kBlock}, a.q.block(slice, i0, rows, 0, E),
-                       MatrixRef<T>{dk + j0 * E, cols, E, E, 1}, true);
+                       io.dk.block(slice, j0, cols, 0, E), true);
         }
     }
 }
 
-// dq, dk, dv: (slices, L, E), (slices, S, E), (slices, S, Ev), contiguous, zeroed.
 template <typename T>
-void backward(const Problem<T>& a, const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv) {
+void backward(const Problem<T>& a, const BackwardIO<T>& io) {
     const int64_t work = a.L * a.S * (2 * a.E + 2 * a.Ev); // multiply-adds of one slice, roughly
     parallel_for(0, a.slices, grain_for(work, kGemmParallelWork), [&](int64_t begin, int64_t end) {
         static thread_local BackwardScratch<T> scratch;
-        for (int64_t s = begin; s < end; ++s)
-            backward_slice(a, s, out + s * a.L * a.Ev, lse + s * a.L, dout + s * a.L * a.Ev, dq + s * a.L * a.E,
-                           dk + s * a.S * a.E, dv + s * a.S * a.Ev, scratch);
+        for (int64_t s = begin; s < end; ++s) backward_slice(a, s, io, scratch);
     });
 }
 
@@ -443,6 +449,27 @@ Shape batched(const AttentionCall& c, int64_t rows, int64_t cols) {
     s.push_back(rows);
     s.push_back(cols);
     return s;
+}
+
+// A fresh tensor of `shape` (zeroed or not) whose dims nest in memory as
+// like's do, with the last innermost. q, k and v cut from one (B,T,3C)
+// projection and viewed as heads, (NH,B,T,hs), so give an output and
+// gradients laid out (B,T,NH,hs): merging the heads back into (B,T,C), and
+// their gradients into the projection's, is then a view, not a copy
+// (PyTorch's CPU flash attention lays its output out so too). The values
+// do not depend on the layout. Contiguous, as the definition's result, when
+// like is contiguous, has another number of dims, or its last dim is not its
+// innermost.
+Tensor laid_out_like(const Tensor& like, const Shape& shape, bool zeroed) {
+    const Shape order = memory_order(like);
+    if (like.dim() != static_cast<int64_t>(shape.size()) || order.back() != like.dim() - 1)
+        return zeroed ? zeros(shape, like.dtype()) : empty(shape, like.dtype());
+    Shape nested(shape.size()), back(shape.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+        nested[i] = shape[order[i]];
+        back[order[i]] = static_cast<int64_t>(i);
+    }
+    return (zeroed ? zeros(nested, like.dtype()) : empty(nested, like.dtype())).permute(back);
 }
 
 } // namespace
@@ -458,25 +485,30 @@ Tensor fast::scaled_dot_product_attention(const AttentionCall& c, const Tensor& 
     const int64_t n_weights = shape_numel(c.batch) * c.L * c.S;
     if (c.dropout_p > 0 && n_weights > 0) drop = draw_dropout_bits(n_weights, c.dropout_p, query.dtype(), generator);
 
-    Tensor out = c.S == 0 ? zeros(batched(c, c.L, c.Ev), query.dtype()) : empty(batched(c, c.L, c.Ev), query.dtype());
+    Tensor out = laid_out_like(query, batched(c, c.L, c.Ev), /*zeroed=*/c.S == 0);
     Tensor lse = empty({shape_numel(c.batch) * c.L}, query.dtype()); // log-sum-exp of each query row
     if (c.S > 0 && out.numel() > 0)
         dispatch_floating(query.dtype(), name, [&]<typename T>(TypeTag<T>) {
-            forward(problem<T>(c, query, key, value, drop), out.data_ptr<T>(), lse.data_ptr<T>());
+            forward(problem<T>(c, query, key, value, drop), operand<T>(out, c.batch, c.L, c.Ev), lse.data_ptr<T>());
         });
 
     if (needs_grad(query, key, value))
         attach(out, "ScaledDotProductFlashAttentionForCpuBackward0", {query, key, value},
                [c, drop, qs = SavedTensor(query), ks = SavedTensor(key), vs = SavedTensor(value),
-                outs = SavedTensor(out), lse](const Tensor& dout_in) -> Grads {
+                outs = SavedTensor(out), lse](const Tensor& dout) -> Grads {
                    const Tensor &q = qs.get(), &k = ks.get(), &v = vs.get();
-                   Tensor dq = zeros(batched(c, c.L, c.E), q.dtype()), dk = zeros(batched(c, c.S, c.E), q.dtype());
-                   Tensor dv = zeros(batched(c, c.S, c.Ev), q.dtype());
-                   Tensor dout = contiguous_data(dout_in);
+                   Tensor dq = laid_out_like(q, batched(c, c.L, c.E), true);
+                   Tensor dk = laid_out_like(k, batched(c, c.S, c.E), true);
+                   Tensor dv = laid_out_like(v, batched(c, c.S, c.Ev), true);
                    if (c.S > 0 && dout.numel() > 0)
                        dispatch_floating(q.dtype(), "scaled_dot_product_attention", [&]<typename T>(TypeTag<T>) {
-                           backward(problem<T>(c, q, k, v, drop), outs.get().data_ptr<T>(), lse.data_ptr<T>(),
-                                    dout.data_ptr<T>(), dq.data_ptr<T>(), dk.data_ptr<T>(), dv.data_ptr<T>());
+                           const BackwardIO<T> io{operand<const T>(outs.get(), c.batch, c.L, c.Ev),
+                                                  operand<const T>(dout, c.batch, c.L, c.Ev),
+                                                  lse.data_ptr<T>(),
+                                                  operand<T>(dq, c.batch, c.L, c.E),
+                                                  operand<T>(dk, c.batch, c.S, c.E),
+                                                  operand<T>(dv, c.batch, c.S, c.Ev)};
+                           backward(problem<T>(c, q, k, v, drop), io);
                        });
                    // A broadcast input's gradient sums over the dims it was broadcast along.
                    return {sum_to(dq, q.shape()), sum_to(dk, k.shape()), sum_to(dv, v.shape())};
