@@ -108,6 +108,19 @@ TEST_CASE("max propagates NaN as PyTorch does", "[reduce]") {
     require_equal(max(x), f.tensor("nan.max_all"));
 }
 
+TEST_CASE("var of fewer elements than its divisor needs is NaN, as in PyTorch", "[reduce]") {
+    // PyTorch 1.13 divides by max(N - correction, 0): torch.var(torch.tensor([]))
+    // is nan with and without the correction, as is var of one element
+    // unbiased, and var of a (0,3) tensor over dim 0 is three NaNs.
+    CHECK(std::isnan(var(zeros({0})).item<float>()));
+    CHECK(std::isnan(var(zeros({0}), 0, /*unbiased=*/false, false).item<float>()));
+    CHECK(std::isnan(var(ones({1})).item<float>()));
+    CHECK(var(ones({1}), 0, /*unbiased=*/false, false).item<float>() == 0.0f);
+    Tensor columns = var(zeros({0, 3}), 0, true, false);
+    REQUIRE(columns.shape() == Shape{3});
+    for (int64_t j = 0; j < 3; ++j) CHECK(std::isnan(columns.index({j}).item<float>()));
+}
+
 TEST_CASE("integer and bool reductions stay integral", "[reduce]") {
     const Fixtures& f = fixtures("reduce");
     Tensor i = f.tensor("int.in");

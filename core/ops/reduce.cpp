@@ -156,7 +156,9 @@ Tensor var(const Tensor& x, const Shape& dims, bool unbiased, bool keepdim) {
     check_floating(x, "var");
     ReduceGeometry g = reduce_geometry(x, dims, keepdim, "var");
     double n = static_cast<double>(g.inner);
-    double divisor = n - (unbiased ? 1.0 : 0.0);
+    // PyTorch's divisor, max(N - c, 0): a variance of fewer elements than
+    // that is 0/0, NaN (of no element too, with or without the correction).
+    double divisor = std::max(n - (unbiased ? 1.0 : 0.0), 0.0);
     // Two passes in double: the mean, then the sum of squared deviations from
     // it (more accurate than accumulating x and x^2 together).
     Tensor out;
