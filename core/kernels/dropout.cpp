@@ -46,7 +46,9 @@ DropoutBits draw_dropout_bits(int64_t n, double p, DType dtype, Generator* gener
     drop.words = zeros({(n + 63) / 64}, kInt64);
     if (p < 1) { // p = 1 drops everything and, as F.dropout, draws nothing
         auto* words = reinterpret_cast<uint64_t*>(drop.words.data_ptr<int64_t>());
-        bernoulli_bits(words, n, bernoulli_threshold(1.0 - p), generator_or_default(generator));
+        Generator& gen = generator_or_default(generator);
+        std::lock_guard lock(gen.mutex()); // this op's draws: one run of the stream
+        bernoulli_bits(words, n, bernoulli_threshold(1.0 - p), gen);
     }
     drop.scale = dtype == kFloat32 ? static_cast<double>(1.0f / static_cast<float>(1.0 - p)) : 1.0 / (1.0 - p);
     return drop;

@@ -62,6 +62,7 @@ Tensor& Tensor::uniform_(double from, double to, Generator* generator) {
         fail<ValueError>("uniform_", "to - from = ", to - from, " exceeds the largest ", dtype_name(dtype()),
                          " (from=", from, ", to=", to, ", tensor of shape ", shape(), ")");
     Generator& gen = generator_or_default(generator);
+    std::lock_guard lock(gen.mutex()); // this op's draws: one run of the stream
     // x = u24 (float32) or u53 (float64), then x * (to - from) + from in the
     // tensor's dtype with one rounding: PyTorch's AVX2 build compiles this
     // expression to a fused multiply-add. For [0, 1) it is exactly x.
@@ -146,6 +147,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opti
     const uint64_t range = static_cast<uint64_t>(to) - static_cast<uint64_t>(from);
     const bool wide = range >= (uint64_t{1} << 32) && dtype != kBool;
     Generator& gen = generator_or_default(generator);
+    std::lock_guard lock(gen.mutex()); // this op's draws: one run of the stream
     Tensor out = internal::empty_for("randint", shape, dtype);
     dispatch(dtype, [&]<typename T>(TypeTag<T>) {
         for_each_in_memory_order<T>(out, [&](T& x) {
@@ -169,6 +171,7 @@ Tensor& Tensor::bernoulli_(double p, Generator* generator) {
         fail<ValueError>("bernoulli_", "p must be in [0, 1], got p=", p, " (tensor of shape ", shape(), ")");
     const uint64_t threshold = bernoulli_threshold(p);
     Generator& gen = generator_or_default(generator);
+    std::lock_guard lock(gen.mutex()); // this op's draws: one run of the stream
     dispatch(dtype(), [&]<typename T>(TypeTag<T>) {
         if constexpr (kFastKernelsBuilt) {
             if (is_contiguous() && use_fast_kernels())
@@ -194,6 +197,7 @@ Tensor bernoulli(const Tensor& p, Generator* generator) {
         // Draws in the output's (row-major) order. A float32 p compares a
         // float32 u24 (one 32-bit word), a float64 p a u53 (two words).
         Generator& gen = generator_or_default(generator);
+        std::lock_guard lock(gen.mutex()); // this op's draws: one run of the stream
         T* po = out.data_ptr<T>();
         for (int64_t i = 0; i < out.numel(); ++i) {
             T u;
@@ -213,6 +217,7 @@ Tensor& Tensor::exponential_(double lambd, Generator* generator) {
     if (!(lambd >= 0.0))
         fail<ValueError>("exponential_", "lambda must be >= 0, got lambda=", lambd, " (tensor of shape ", shape(), ")");
     Generator& gen = generator_or_default(generator);
+    std::lock_guard lock(gen.mutex()); // this op's draws: one run of the stream
     // Inversion: x = -(1/lambda) * log(1 - u53), in double with the factor
     // formed first, then rounded to the tensor's dtype.
     const double scale = -1.0 / lambd;

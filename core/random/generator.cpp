@@ -41,7 +41,21 @@ void temper_state(const uint32_t* words, uint32_t* out, int64_t n) {
 
 Generator::Generator(uint64_t seed) { manual_seed(seed); }
 
+Generator::Generator(const Generator& other) { *this = other; }
+
+Generator& Generator::operator=(const Generator& other) {
+    if (this == &other) return *this;
+    std::scoped_lock lock(mutex_, other.mutex_);
+    initial_seed_ = other.initial_seed_;
+    state_ = other.state_;
+    left_ = other.left_;
+    next_ = other.next_;
+    next_double_normal = other.next_double_normal;
+    return *this;
+}
+
 void Generator::manual_seed(uint64_t seed) {
+    std::lock_guard lock(mutex_);
     // Matsumoto and Nishimura's init_genrand on the low 32 bits:
     //   x[0] = s mod 2^32,  x[j] = 1812433253 * (x[j-1] ^ (x[j-1] >> 30)) + j  (mod 2^32).
     // All 64 bits are remembered, so seeds s and s + 2^32 give the same stream.
@@ -123,6 +137,7 @@ uint64_t get_bytes(const std::vector<uint8_t>& in, size_t at, int count) {
 } // namespace
 
 std::vector<uint8_t> Generator::get_state() const {
+    std::lock_guard lock(mutex_);
     std::vector<uint8_t> out(kStateBytes, 0);
     put_bytes(out, 0, initial_seed_, 8);
     put_bytes(out, 8, static_cast<uint32_t>(left_), 4);
@@ -154,6 +169,7 @@ void Generator::set_state(const std::vector<uint8_t>& state) {
         if (word > 0xFFFFFFFFu)
             fail<ValueError>("Generator::set_state", "state word ", i, " is ", word, ", which does not fit in 32 bits");
     }
+    std::lock_guard lock(mutex_);
     initial_seed_ = get_bytes(state, 0, 8);
     for (int i = 0; i < kN; ++i) state_[i] = static_cast<uint32_t>(get_bytes(state, 24 + 8 * i, 8));
     left_ = left;

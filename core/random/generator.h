@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -20,6 +21,9 @@ public:
     static constexpr uint64_t kDefaultSeed = 67280421310721ULL;
 
     explicit Generator(uint64_t seed = kDefaultSeed);
+    // A copy continues the same stream independently (with a lock of its own).
+    Generator(const Generator& other);
+    Generator& operator=(const Generator& other);
 
     // Seeds the engine from the low 32 bits of `seed` (all 64 are remembered
     // as initial_seed) and clears the cached normal sample. A negative seed
@@ -51,7 +55,15 @@ public:
     std::vector<uint8_t> get_state() const;
     void set_state(const std::vector<uint8_t>& state);
 
-    // A Generator is not thread-safe: share one between threads only under a lock.
+    // Threads may share a Generator, as PyTorch's CPU generator: every random
+    // op (rand, randn, dropout, multinomial, ...) holds this lock while it
+    // draws, so each op's draws are one unbroken run of the stream and no word
+    // is drawn twice. Which thread's op gets which run is up to the scheduler;
+    // one seed on one thread still gives the same numbers. manual_seed,
+    // get_state and set_state take it too. The drawing methods above do not:
+    // code that calls them from several threads holds mutex() around them.
+    // Recursive, so an op may call another op on the same generator.
+    std::recursive_mutex& mutex() const { return mutex_; }
 
 private:
     void twist();
@@ -63,6 +75,7 @@ private:
     std::array<uint32_t, 624> state_{};
     int32_t left_ = 1;
     uint32_t next_ = 0;
+    mutable std::recursive_mutex mutex_;
 };
 
 // The generator every random op uses unless given another one.

@@ -141,6 +141,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
     Tensor out = internal::empty_for("multinomial", out_shape, kInt64);
     if (out.numel() == 0) return out;
     Generator& gen = generator_or_default(generator);
+    std::lock_guard lock(gen.mutex()); // this op's draws: one run of the stream
     dispatch_floating(probs.dtype(), "multinomial", [&]<typename T>(TypeTag<T>) {
         Tensor p = contiguous_data(probs);
         const int64_t rows = probs.dim() == 2 ? probs.shape()[0] : 1;

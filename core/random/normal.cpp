@@ -199,6 +199,7 @@ Tensor& Tensor::normal_(double mean, double std, Generator* generator) {
     if (!(std >= 0.0))
         fail<ValueError>("normal_", "std must be >= 0, got std=", std, " (tensor of shape ", shape(), ")");
     Generator& gen = generator_or_default(generator);
+    std::lock_guard lock(gen.mutex()); // this op's draws: one run of the stream
     dispatch_floating(dtype(), "normal_", [&]<typename T>(TypeTag<T>) {
         if (numel() >= 16 && is_contiguous()) {
             // mean and std enter the 16-wide fill in the tensor's dtype.
