@@ -117,7 +117,7 @@ bool parse_options(int argc, char** argv, Options& o) {
         else if (flag == "--n-layer") o.n_layer = integer(flag, value, 1, 64);
         else if (flag == "--eval-size") o.eval_size = integer(flag, value, 1, 1 << 24);
         else if (flag == "--seed") o.seed = flags::seed(flag, value);
-        else if (flag == "--threads") o.threads = static_cast<int>(integer(flag, value, 1, 1024));
+        else if (flag == "--threads") o.threads = static_cast<int>(integer(flag, value, 1, ember::max_num_threads()));
     }
     if (o.n_embd % o.n_head != 0)
         throw UsageError("--n-embd (" + std::to_string(o.n_embd) + ") must be divisible by --n-head (" +

@@ -3,6 +3,8 @@
 // nothing crashes on unusual but legal input (empty and 0-d tensors).
 #include <catch2/catch.hpp>
 
+#include <thread>
+
 #include "check.h"
 
 using namespace ember;
@@ -77,6 +79,24 @@ TEST_CASE("empty and 0-d tensors pass through every op family without crashing",
     CHECK(softmax(s, 0).item<float>() == 1.0f);
     CHECK(sum(s, 0).dim() == 0);
     CHECK(max(s).item<float>() == 2.0f);
+}
+
+TEST_CASE("set_num_threads refuses counts below 1 and above 4 per hardware thread", "[errors][threads]") {
+    // 100,000 threads crashed inside libgomp and 200,000 overflowed the
+    // stack; the limit is named in the message, and the setting is kept.
+    const int before = get_num_threads();
+    const unsigned hardware = std::thread::hardware_concurrency();
+    CHECK(max_num_threads() == 4 * static_cast<int>(hardware == 0 ? 1 : hardware));
+    const std::string limit = "between 1 and " + std::to_string(max_num_threads());
+    for (int n : {0, -1, max_num_threads() + 1, 100000, 200000}) {
+        INFO(n);
+        CHECK_THROWS_WITH(set_num_threads(n), Catch::Contains("[set_num_threads]") && Catch::Contains(limit));
+        CHECK_THROWS_AS(set_num_threads(n), ValueError);
+        CHECK(get_num_threads() == before);
+    }
+    set_num_threads(max_num_threads());
+    CHECK(get_num_threads() == max_num_threads());
+    set_num_threads(before);
 }
 
 TEST_CASE("exceptions leave tensors as they were", "[errors]") {

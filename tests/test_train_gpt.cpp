@@ -280,6 +280,8 @@ TEST_CASE("bad input exits with status 2 and a clear message, losing nothing", "
     expect(run("--n-embd abc"), "--n-embd expects an integer");
     expect(run("--n-embd 30 --n-head 4"), "divisible");
     expect(run("--max-iters"), "needs a value");
+    expect(run("--threads 0"), "--threads must be between 1 and " + std::to_string(max_num_threads()));
+    expect(run("--threads 100000"), "--threads must be between 1 and " + std::to_string(max_num_threads()));
     expect(run("--data /no/such/file.txt"), "--data /no/such/file.txt: cannot read it: No such file or directory");
     expect(run("--data " + dir), "--data " + dir + " is a directory");
     expect(run("--data /dev/null"), "--data /dev/null is not a regular file");

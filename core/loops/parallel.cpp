@@ -2,6 +2,9 @@
 // Tests: the thread-count cases of tests/test_matmul.cpp.
 #include "core/loops/parallel.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "core/tensor/error.h"
 
 namespace ember {
@@ -14,8 +17,15 @@ int get_num_threads() {
 #endif
 }
 
+int max_num_threads() {
+    const unsigned hardware = std::thread::hardware_concurrency(); // 0 when unknown
+    return 4 * static_cast<int>(std::max(hardware, 1u));
+}
+
 void set_num_threads(int n) {
-    if (n < 1) fail<ValueError>("set_num_threads", "thread count must be at least 1, got ", n);
+    if (n < 1 || n > max_num_threads())
+        fail<ValueError>("set_num_threads", "thread count must be between 1 and ", max_num_threads(),
+                         " (4 per hardware thread), got ", n);
 #ifdef _OPENMP
     omp_set_num_threads(n);
 #endif

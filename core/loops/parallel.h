@@ -22,7 +22,12 @@ namespace ember {
 
 // Threads the kernels may use (OpenMP's setting; 1 without OpenMP).
 int get_num_threads();
+// Sets it; a ValueError for fewer than 1 or more than max_num_threads().
 void set_num_threads(int n);
+// The most threads set_num_threads takes: 4 per hardware thread (at least
+// 4). More only slow the kernels down, and very many exhaust the machine
+// (100,000 crash inside OpenMP).
+int max_num_threads();
 
 // Elements of plain element-wise work below which a loop stays on the
 // calling thread: forking and joining threads costs about as much as
