@@ -1,5 +1,5 @@
 // Thread control: see parallel.h.
-// Tests: the thread-count cases of tests/test_matmul.cpp.
+// Tests: the thread-count cases of tests/test_matmul.cpp and tests/test_errors.cpp.
 #include "core/loops/parallel.h"
 
 #include <algorithm>

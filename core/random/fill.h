@@ -18,6 +18,10 @@
 
 namespace ember::internal {
 
+// The generator an op draws from: `generator`, or the default one when
+// null. An op that draws holds its mutex() for all of its draws (one line
+// after this call, as every op in core/random/ does), so that threads may
+// share the generator.
 inline Generator& generator_or_default(Generator* generator) {
     return generator != nullptr ? *generator : default_generator();
 }
