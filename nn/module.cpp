@@ -2,6 +2,7 @@
 #include "nn/module.h"
 
 #include <algorithm>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -61,14 +62,38 @@ Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool pers
     return tensor;
 }
 
+namespace {
+
+// The dotted path from `root` down to `target` among root's submodules
+// ("" for root itself), or nothing if target is not inside root.
+std::optional<std::string> path_to(const Module& root, const Module* target) {
+    if (&root == target) return "";
+    for (const auto& [name, child] : root.named_children())
+        if (auto below = path_to(*child, target)) return below->empty() ? name : name + "." + *below;
+    return std::nullopt;
+}
+
+} // namespace
+
+void Module::check_no_cycle(const std::string& name, const Module& module) const {
+    // A module inside itself: the shared_ptrs would hold each other, and
+    // neither would ever be freed (and parameters() would never end).
+    if (auto path = path_to(module, this))
+        fail<ValueError>(type_name_, "submodule \"", name, "\" (", module.type_name_, ") holds this ", type_name_,
+                         path->empty() ? std::string(" itself") : " as its submodule \"" + *path + "\"",
+                         ": a module cannot be inside itself");
+}
+
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
     check_new_name(name, "submodule");
     if (!module) fail<ValueError>(type_name_, "submodule \"", name, "\" is null");
+    check_no_cycle(name, *module);
     children_.emplace_back(name, std::move(module));
 }
 
 void Module::replace_child(const std::string& name, std::shared_ptr<Module> module) {
     if (!module) fail<ValueError>(type_name_, "replace_module: the new \"", name, "\" is null");
+    check_no_cycle(name, *module);
     for (auto& [child_name, child] : children_)
         if (child_name == name) {
             child = std::move(module);

@@ -168,6 +168,8 @@ protected:
     void replace_child(const std::string& name, std::shared_ptr<Module> module);
 
 private:
+    // Throws ValueError if `module` holds this module (a cycle), naming both.
+    void check_no_cycle(const std::string& name, const Module& module) const;
     void check_new_name(const std::string& name, const char* what) const;
     void collect_state(const std::string& prefix, StateDict& out) const;
 

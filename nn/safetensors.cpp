@@ -136,37 +136,58 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
 
 // ---- loading ---------------------------------------------------------------------------------
 
-// The whole file, or a SafetensorsError (a directory, an unreadable file,
-// one too large for memory).
-std::string read_file(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
-        fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": not a regular file");
-    std::ifstream file(path, std::ios::binary);
-    if (!file) fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": ", std::strerror(errno));
+// The size of the regular file `path`, or a SafetensorsError saying why it
+// cannot be read: missing or unreadable (the system's reason), a directory,
+// or a special file (a FIFO or /dev/zero would never end).
+uint64_t regular_file_size(const std::string& path) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0)
+        fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": ", std::strerror(errno));
+    if (S_ISDIR(info.st_mode)) fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": it is a directory");
+    if (!S_ISREG(info.st_mode))
+        fail<SafetensorsError>("load_safetensors", "cannot open ", path,
+                               ": not a regular file (a device, a pipe or a socket)");
+    return static_cast<uint64_t>(info.st_size);
+}
+
+// `n` bytes of `file` from where it stands, or a SafetensorsError.
+std::string read_bytes(std::ifstream& file, uint64_t n, const std::string& path) {
+    std::string bytes;
     try {
-        return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+        bytes.resize(n);
     } catch (const std::exception& e) {
         fail<SafetensorsError>("load_safetensors", "cannot read ", path, ": ", e.what());
     }
+    if (n > 0 && !file.read(bytes.data(), static_cast<std::streamsize>(n)))
+        fail<SafetensorsError>("load_safetensors", "cannot read ", path, ": it ended early (changed while read?)");
+    return bytes;
 }
 
+// The largest header ember reads: the format's own limit (100 MB of JSON).
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
 StateDict load_safetensors(const std::string& path, Metadata* metadata) {
-    const std::string bytes = read_file(path);
+    // The header is read and checked first, against the file's size, so a
+    // file that is not safetensors (8 GB of zeros) is refused at once.
+    const uint64_t file_size = regular_file_size(path);
+    std::ifstream file(path, std::ios::binary);
+    if (!file) fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": ", std::strerror(errno));
     auto bad = [&path](const std::string& what) { corrupt(path, what); };
 
-    if (bytes.size() < 8) bad("truncated: " + std::to_string(bytes.size()) + " bytes, too short for a header length");
+    if (file_size < 8) bad("truncated: " + std::to_string(file_size) + " bytes, too short for a header length");
     uint64_t n = 0;
-    std::memcpy(&n, bytes.data(), 8);
-    if (n > bytes.size() - 8)
-        bad("truncated: the header claims " + std::to_string(n) + " bytes but only " +
-            std::to_string(bytes.size() - 8) + " follow");
-    std::string header = bytes.substr(8, n);
+    const std::string length = read_bytes(file, 8, path);
+    std::memcpy(&n, length.data(), 8);
+    if (n > file_size - 8)
+        bad("truncated: the header claims " + std::to_string(n) + " bytes but only " + std::to_string(file_size - 8) +
+            " follow");
+    if (n > kMaxHeaderBytes)
+        bad("the header claims " + std::to_string(n) + " bytes, more than the format's limit of 100 MB");
+    const std::string header = read_bytes(file, n, path);
     if (header.empty() || header[0] != '{') bad("the header does not start with '{': not a safetensors file");
     Json root = parse_json(header, path);
     if (root.kind != Json::Kind::Object) bad("the header is not a JSON object");
-    const uint64_t data_size = bytes.size() - 8 - n;
-    const char* data = bytes.data() + 8 + n;
+    const uint64_t data_size = file_size - 8 - n;
 
     struct Entry {
         std::string name;
@@ -247,15 +268,23 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
     if (expected != data_size)
         bad(std::to_string(data_size - expected) + " bytes of data after the last tensor: not a valid file");
 
-    StateDict out;
-    for (const Entry& e : entries) {
-        Tensor t = empty(e.shape, e.dtype);
-        if (e.dtype == DType::Bool)
-            for (uint64_t i = e.begin; i < e.end; ++i)
-                if (data[i] != 0 && data[i] != 1) bad("tensor \"" + e.name + "\" holds a bool that is neither 0 nor 1");
-        if (e.end > e.begin) std::memcpy(t.storage()->data(), data + e.begin, e.end - e.begin);
-        out.insert(e.name, t);
+    // The data, read straight into each tensor, in file order: the tensors
+    // fill the data section back to back (checked above).
+    std::vector<Tensor> tensors(entries.size());
+    for (const Entry* e : by_offset) {
+        Tensor t = empty(e->shape, e->dtype);
+        char* into = static_cast<char*>(t.storage()->data());
+        const uint64_t n = e->end - e->begin;
+        if (n > 0 && !file.read(into, static_cast<std::streamsize>(n)))
+            fail<SafetensorsError>("load_safetensors", "cannot read ", path, ": it ended early (changed while read?)");
+        if (e->dtype == DType::Bool)
+            for (uint64_t i = 0; i < n; ++i)
+                if (into[i] != 0 && into[i] != 1)
+                    bad("tensor \"" + e->name + "\" holds a bool that is neither 0 nor 1");
+        tensors[static_cast<size_t>(e - entries.data())] = t;
     }
+    StateDict out; // in the header's order
+    for (size_t i = 0; i < entries.size(); ++i) out.insert(entries[i].name, tensors[i]);
     if (metadata) *metadata = meta;
     return out;
 }

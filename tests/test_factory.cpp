@@ -74,6 +74,27 @@ TEST_CASE("conversions between dtypes round as PyTorch does", "[factory]") {
     CHECK(tensor({1e30f}).to(kInt64).item<int64_t>() == INT64_MIN);
 }
 
+TEST_CASE("a number an int64 cannot hold is refused when written, as PyTorch refuses it", "[factory][errors]") {
+    // PyTorch 1.13: torch.full((2,), nan, dtype=torch.long), t.fill_(nan),
+    // t.masked_fill(m, nan) raise "value cannot be converted to type int64_t
+    // without overflow" (and so for inf and 1e30), while 2.5 truncates to 2.
+    // Before, ember wrote INT64_MIN silently.
+    Tensor t = zeros({2}, kInt64);
+    Tensor mask = tensor({true, false});
+    for (double bad : {double(NAN), double(INFINITY), -double(INFINITY), 1e30}) {
+        INFO(bad);
+        CHECK_THROWS_WITH(full({2}, bad, kInt64), Catch::Contains("[full]") && Catch::Contains("int64") &&
+                                                      Catch::Contains("without overflow") && Catch::Contains("(2)"));
+        CHECK_THROWS_WITH(t.fill_(bad), Catch::Contains("[fill_]") && Catch::Contains("without overflow"));
+        CHECK_THROWS_WITH(t.masked_fill(mask, bad), Catch::Contains("[masked_fill]"));
+        CHECK_THROWS_AS(t.masked_fill_(mask, bad), ValueError);
+    }
+    require_equal(t, zeros({2}, kInt64), "left as it was");
+    require_equal(full({2}, 2.5, kInt64), tensor({2, 2}));
+    require_equal(t.masked_fill(mask, -2.5), tensor({-2, 0}));
+    CHECK(full({1}, NAN, kBool).item<bool>()); // bool holds any number: nonzero is true
+}
+
 TEST_CASE("factories reject bad sizes and arguments", "[factory][errors]") {
     CHECK_THROWS_AS(zeros({2, -1}), ValueError);
     CHECK_THROWS_WITH(ones({-3}), Catch::Contains("[ones]") && Catch::Contains("(-3)"));

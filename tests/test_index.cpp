@@ -95,6 +95,13 @@ TEST_CASE("joining and picking reject bad arguments", "[index][errors]") {
                       Catch::Contains("[repeat_interleave]") && Catch::Contains("-1") && Catch::Contains("(2,3)"));
     CHECK_THROWS_AS(repeat_interleave(ones({2, 3}), 2, 2), IndexError);
     CHECK_THROWS_AS(repeat_interleave(scalar_tensor(1.0), 2, 0), IndexError);
+    // 4 * (2^62 + 1) wrapped to 4 (UBSan: signed overflow), giving the input's shape back.
+    const int64_t repeats = (int64_t{1} << 62) + 1;
+    CHECK_THROWS_WITH(repeat_interleave(ones({4}), repeats), Catch::Contains("[repeat_interleave]") &&
+                                                                 Catch::Contains("too many elements") &&
+                                                                 Catch::Contains("(4)"));
+    CHECK_THROWS_AS(repeat_interleave(ones({3, 4}), int64_t{1} << 61, 0), ValueError); // the product of all sizes
+    CHECK(repeat_interleave(ones({0}), repeats).numel() == 0);
 }
 
 TEST_CASE("repeat_interleave repeats each entry in a row, and integers too", "[index]") {

@@ -136,6 +136,33 @@ TEST_CASE("registration refuses bad and duplicate names", "[module][errors]") {
     CHECK_THROWS_WITH(nn::ModuleList()(ones({1})), Catch::Contains("[ModuleList]") && Catch::Contains("forward"));
 }
 
+TEST_CASE("a module inside itself is refused, naming both, and nothing leaks", "[module][errors]") {
+    // Registering a module as a child of its own child was accepted: the
+    // two shared_ptrs held each other, and both leaked.
+    std::weak_ptr<nn::Module> parent_alive, child_alive;
+    {
+        auto parent = std::make_shared<nn::Module>("Parent");
+        auto child = std::make_shared<nn::Module>("Child");
+        auto grandchild = std::make_shared<nn::Module>("Grandchild");
+        parent_alive = parent;
+        child_alive = child;
+        parent->register_module("child", child);
+        child->register_module("inner", grandchild);
+        CHECK_THROWS_WITH(child->register_module("up", parent),
+                          Catch::Contains("[Child]") && Catch::Contains("submodule \"up\" (Parent)") &&
+                              Catch::Contains("holds this Child as its submodule \"child\""));
+        CHECK_THROWS_WITH(grandchild->register_module("up", parent),
+                          Catch::Contains("holds this Grandchild as its submodule \"child.inner\""));
+        CHECK_THROWS_WITH(parent->register_module("me", parent),
+                          Catch::Contains("[Parent]") && Catch::Contains("holds this Parent itself"));
+        CHECK_THROWS_AS(child->replace_module("inner", parent), ValueError);
+        CHECK(child->named_children().size() == 1); // nothing was added
+        CHECK(parent->named_modules().size() == 3);
+    }
+    CHECK(parent_alive.expired());
+    CHECK(child_alive.expired());
+}
+
 TEST_CASE("a module registered twice is one module, as in PyTorch", "[module]") {
     auto shared = std::make_shared<nn::Linear>(2, 2);
     nn::Sequential seq({shared, shared});

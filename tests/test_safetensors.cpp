@@ -4,11 +4,13 @@
 // a failed save leaves the previous file intact.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sys/stat.h>
 
 #include "check.h"
 
@@ -174,5 +176,40 @@ TEST_CASE("the header reader follows JSON strictly", "[safetensors][errors]") {
         CHECK_THROWS_AS(nn::load_safetensors(file_with_header(bad)), nn::SafetensorsError);
     }
     std::remove(scratch("json").c_str());
-    CHECK_THROWS_WITH(nn::load_safetensors("."), Catch::Contains("not a regular file"));
+    CHECK_THROWS_WITH(nn::load_safetensors("."), Catch::Contains("it is a directory"));
+}
+
+TEST_CASE("files that are not safetensors are refused at once, saying what they are", "[safetensors][errors]") {
+    // A missing file was "not a regular file"; a FIFO or /dev/zero was read
+    // until memory ran out; 8 GB of zeros was read whole before its header
+    // length (0) was looked at.
+    using Catch::Contains;
+    CHECK_THROWS_WITH(nn::load_safetensors("/no/such/file.safetensors"),
+                      Contains("/no/such/file.safetensors") && Contains("No such file or directory"));
+    CHECK_THROWS_WITH(nn::load_safetensors("/dev/zero"), Contains("/dev/zero: not a regular file"));
+    const std::string fifo = scratch("fifo");
+    std::remove(fifo.c_str());
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH(nn::load_safetensors(fifo), Contains("not a regular file")); // no writer: would block for ever
+    std::remove(fifo.c_str());
+    // A sparse file of 8 GB of zeros: refused from its first 8 bytes.
+    const std::string zeros_path = scratch("zeros");
+    {
+        std::ofstream out(zeros_path, std::ios::binary);
+        out.seekp((int64_t{8} << 30) - 1);
+        out.put('\0');
+    }
+    const auto begin = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH(nn::load_safetensors(zeros_path), Contains("the header does not start with '{'"));
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() < 1.0);
+    // A header length past the file, or past the format's 100 MB limit.
+    {
+        std::ofstream out(zeros_path, std::ios::binary | std::ios::trunc);
+        const uint64_t n = 200'000'000;
+        out.write(reinterpret_cast<const char*>(&n), 8);
+        out.seekp(300'000'000);
+        out.put('\0');
+    }
+    CHECK_THROWS_WITH(nn::load_safetensors(zeros_path), Contains("more than the format's limit of 100 MB"));
+    std::remove(zeros_path.c_str());
 }

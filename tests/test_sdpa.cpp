@@ -185,4 +185,10 @@ TEST_CASE("scaled_dot_product_attention names itself and the shapes in its error
     CHECK_THROWS_AS(sdpa(q, k, v, {}, -0.1), ValueError);
     CHECK_THROWS_AS(sdpa(q, k, v, zeros({3, 5}).requires_grad_()), ValueError);
     CHECK_THROWS_WITH(sdpa(q, k, v, {}, 1.5), op);
+    // Views (expand) may claim 2^40 positions: the (L,S) weights' 2^80
+    // elements are refused by name before any size is multiplied out.
+    const int64_t n = int64_t{1} << 40;
+    Tensor big = ones({1, 1}).expand({n, 1});
+    CHECK_THROWS_WITH(sdpa(big, big, big), op && Catch::Contains("too many elements"));
+    CHECK_THROWS_WITH(sdpa(big, big, big, {}, 0.0, true), op && Catch::Contains("too many elements"));
 }

@@ -70,6 +70,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     Shape weights_shape = c.batch; // (..., L, S), the shape a mask must broadcast to
     weights_shape.push_back(c.L);
     weights_shape.push_back(c.S);
+    check_sizes(weights_shape, name); // (..., L, S) of views (expand) may claim more elements than exist
     if (allowed.defined()) {
         if (is_causal)
             fail<ValueError>(name, "takes a mask (allowed) or is_causal, not both (mask ", allowed.shape(), ")");

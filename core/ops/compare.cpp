@@ -135,8 +135,20 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
 
 Tensor where(const Tensor& condition, const Tensor& a, Scalar b) { return where(condition, a, as_tensor(b, a)); }
 
+namespace {
+
+// A value written into an int64 tensor must fit it (Scalar::fits), as PyTorch checks.
+void check_fits(const char* op, Scalar value, const Tensor& x) {
+    if (!value.fits(x.dtype()))
+        fail<ValueError>(op, "value ", value.to_double(), " cannot be converted to ", dtype_name(x.dtype()),
+                         " without overflow (tensor ", x.shape(), ")");
+}
+
+} // namespace
+
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
     check_mask("masked_fill", mask, x.shape());
+    check_fits("masked_fill", value, x);
     Tensor out = select_where("masked_fill", mask, scalar_tensor(value, x.dtype()), x, x.dtype());
     // forward: out = mask ? value : x, so dx = dout where the mask is false, else 0.
     if (needs_grad(x))
@@ -149,6 +161,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
     check_mask("masked_fill_", mask, shape());
+    check_fits("masked_fill_", value, *this);
     if (broadcast_shapes(shape(), mask.shape(), "masked_fill_") != shape())
         fail<ShapeError>("masked_fill_", "mask of shape ", mask.shape(), " does not broadcast to the shape ", shape(),
                          " of the tensor it fills");

@@ -210,6 +210,14 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t
     if (!dim) return repeat_interleave(x.reshape({-1}), repeats, 0); // no dim: over the flattened input
     if (x.dim() == 0) fail<IndexError>("repeat_interleave", "cannot repeat along dim ", *dim, " of a 0-d tensor");
     int64_t d = wrap_dim(*dim, x.dim(), "repeat_interleave");
+    // The output's size along d, x.size(d) * repeats, must not overflow (a
+    // wrapped product gave repeats 2^62 + 1 the input's own shape).
+    Shape out_shape = x.shape();
+    if (repeats > 0 && x.size(d) > kMaxNumel / repeats)
+        fail<ValueError>("repeat_interleave", "repeats ", repeats, " of ", x.size(d), " entries along dim ", d,
+                         " are too many elements (input ", x.shape(), ")");
+    out_shape[static_cast<size_t>(d)] = x.size(d) * repeats;
+    check_sizes(out_shape, "repeat_interleave");
     // Each entry along d, `repeats` times in a row: index_select with the
     // index [0, 0, 1, 1, 2, 2] (repeats 2), whose entry i is i / repeats.
     // PyTorch does the same, so the node is IndexSelectBackward0.

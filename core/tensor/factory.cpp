@@ -35,6 +35,9 @@ Tensor empty(const Shape& shape, TensorOptions options) {
 
 // A fresh tensor filled with `value`, without autograd (made before requires_grad is set).
 static Tensor filled(const char* op, const Shape& shape, DType dtype, Scalar value) {
+    if (!value.fits(dtype))
+        fail<ValueError>(op, "value ", value.to_double(), " cannot be converted to ", dtype_name(dtype),
+                         " without overflow (shape ", shape, ")");
     Tensor t = internal::empty_for(op, shape, dtype);
     t.fill_(value);
     return t;

@@ -60,6 +60,16 @@ public:
         }
     }
 
+    // Whether the value converts to `dtype` without overflow: a floating
+    // value written into an int64 tensor must be a number within int64's
+    // range. fill_ and full refuse the others, as PyTorch does ("value cannot
+    // be converted to type int64_t without overflow"); a tensor's to(kInt64)
+    // turns them into the minimum, as PyTorch on x86 does.
+    bool fits(DType dtype) const {
+        if (dtype != DType::Int64 || integral_) return true;
+        return value_ >= -9223372036854775808.0 && value_ < 9223372036854775808.0;
+    }
+
     // The dtype of `tensor op scalar`: the tensor's dtype, except that a
     // floating scalar lifts an integer or bool tensor to float32 and an
     // integral scalar lifts a bool tensor to int64 (PyTorch's rule).

@@ -8,8 +8,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <system_error>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace ember::internal {
 
@@ -99,28 +100,32 @@ std::string svg_open(double w, double h) {
 }
 
 
-// Writes text to path + ".tmp", then renames it onto path: rename replaces
-// the old file in one step, so a reader (or a crash) sees the old picture or
-// the new one, never half of one. std::filesystem::rename because it replaces
-// an existing file on every platform (std::rename may refuse on Windows).
+// Writes text to a new file beside path (path + ".tmp.XXXXXX", created
+// exclusively by mkstemp: it never follows a link planted there, and two
+// writers never share it), flushes it to disk, then renames it onto path:
+// rename replaces the old file in one step, so a reader (or a crash) sees
+// the old picture or the new one, never half of one.
 std::string write_file_whole(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr) {
-        return "cannot create '" + tmp + "': " + std::strerror(errno);
+    std::string tmp = path + ".tmp.XXXXXX";
+    const int fd = ::mkstemp(tmp.data());
+    if (fd < 0) return "cannot create a file beside it: " + std::string(std::strerror(errno));
+    ::fchmod(fd, 0644); // mkstemp's 0600 would hide the file from other users
+    const char* p = text.data();
+    size_t left = text.size();
+    while (left > 0) {
+        const ssize_t w = ::write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        p += w;
+        left -= static_cast<size_t>(w);
     }
-    const size_t written = std::fwrite(text.data(), 1, text.size(), f);
-    const bool closed = std::fclose(f) == 0; // fclose flushes: a full disk shows here
-    if (written != text.size() || !closed) {
-        const std::string why = std::strerror(errno);
-        std::remove(tmp.c_str());
-        return "writing '" + tmp + "' failed: " + why;
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        return "renaming '" + tmp + "' onto it failed: " + ec.message();
+    int error = left > 0 ? errno : 0;
+    if (error == 0 && ::fsync(fd) != 0) error = errno; // a full disk may show only here
+    if (::close(fd) != 0 && error == 0) error = errno;
+    if (error == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) error = errno;
+    if (error != 0) {
+        ::unlink(tmp.c_str());
+        return std::string(std::strerror(error)) + " (the previous file, if any, is unchanged)";
     }
     return "";
 }

@@ -195,6 +195,9 @@ Tensor& Tensor::copy_(const Tensor& src) {
 Tensor& Tensor::fill_(Scalar value) {
     check_inplace(*this, "fill_", requires_grad());
     internal::check_writable(*this, "fill_");
+    if (!value.fits(dtype()))
+        fail<ValueError>("fill_", "value ", value.to_double(), " cannot be converted to ", dtype_name(dtype()),
+                         " without overflow (tensor ", shape(), ")");
     // The value is converted to the tensor's dtype, as PyTorch does.
     if (numel() > 0) {
         internal::StridedLayout<1> layout(shape(), {&strides()});

@@ -30,8 +30,8 @@ std::string loss_curve_svg(const std::vector<double>& step_losses, const std::ve
                            const std::string& title, std::optional<double> reference_loss = std::nullopt,
                            const std::string& reference_label = "");
 
-// Writes loss_curve_svg(...) to `path` (through path + ".tmp" and a rename, so
-// an old picture is replaced whole or not at all). Throws std::runtime_error
+// Writes loss_curve_svg(...) to `path` (through a new temporary file beside
+// it and a rename, so an old picture is replaced whole or not at all). Throws std::runtime_error
 // naming the path if the file cannot be written.
 void write_loss_curve_svg(const std::string& path, const std::vector<double>& step_losses,
                           const std::vector<EvalPoint>& evals, const std::string& title,
