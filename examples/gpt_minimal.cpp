@@ -9,13 +9,16 @@
 //   build/examples/gpt_minimal [TEXT] [--max-iters N] [--n-embd N] ...
 //
 // TEXT defaults to data/tinyshakespeare.txt (run from the repository). Each
-// flag is one of gpt.py's hyperparameters, spelled with dashes. The defaults
+// flag is one of gpt.py's hyperparameters, spelled with dashes (and
+// --threads N, the threads for the kernels). The defaults
 // train a 0.21 M-parameter model in seconds; gpt.py's own values, in the
 // comments below, make the 10.8 M-parameter model that takes hours on a CPU:
 //
 //   build/examples/gpt_minimal --batch-size 64 --block-size 256 --max-iters 5000 --eval-interval 500
 //       --learning-rate 3e-4 --eval-iters 200 --n-embd 384 --n-head 6 --n-layer 6 --dropout 0.2
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -23,6 +26,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #include <ember.h>
@@ -47,6 +51,7 @@ struct Hyperparameters {
     double dropout = 0.0;         //         0.2
     int64_t max_new_tokens = 500; //         500  characters sampled at the end
     int64_t seed = 1337;          //         1337 torch.manual_seed
+    int64_t threads = 0;          // (not gpt.py's) threads for the kernels; 0: OpenMP's default
 };
 
 // [TEXT] [--flag value]...: throws a UsageError (an invalid_argument) naming a bad flag or value.
@@ -60,7 +65,8 @@ std::string parse_args(int argc, char** argv, Hyperparameters& h) {
                                                   {"--n-head", &h.n_head},
                                                   {"--n-layer", &h.n_layer},
                                                   {"--max-new-tokens", &h.max_new_tokens},
-                                                  {"--seed", &h.seed}};
+                                                  {"--seed", &h.seed},
+                                                  {"--threads", &h.threads}};
     const std::map<std::string, double*> reals = {{"--learning-rate", &h.learning_rate}, {"--dropout", &h.dropout}};
     std::set<std::string> known;
     for (const auto& [flag, target] : ints) known.insert(flag);
@@ -69,7 +75,8 @@ std::string parse_args(int argc, char** argv, Hyperparameters& h) {
     for (const auto& [flag, value] : flags::parse(argc, argv, known, {}, &paths)) {
         if (ints.count(flag)) {
             const int64_t least = flag == "--seed" || flag == "--max-iters" || flag == "--max-new-tokens" ? 0 : 1;
-            *ints.at(flag) = flags::integer(flag, value, least, INT64_MAX);
+            const int64_t most = flag == "--threads" ? max_num_threads() : INT64_MAX;
+            *ints.at(flag) = flags::integer(flag, value, least, most);
         } else {
             *reals.at(flag) = flags::real(flag, value, 0);
         }
@@ -78,9 +85,16 @@ std::string parse_args(int argc, char** argv, Hyperparameters& h) {
     return paths.empty() ? "data/tinyshakespeare.txt" : paths[0];
 }
 
+// The whole text file, or an invalid_argument saying why not: missing or
+// unreadable (the system's reason), or not a regular file (a folder, or a
+// pipe or /dev/zero, which would never end).
 std::string read_file(const std::string& path) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0)
+        throw std::invalid_argument("cannot read " + path + ": " + std::strerror(errno));
+    if (!S_ISREG(info.st_mode)) throw std::invalid_argument(path + " is not a regular file; give a text file");
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument("cannot read " + path);
+    if (!in) throw std::invalid_argument("cannot read " + path + ": " + std::strerror(errno));
     std::stringstream buffer;
     buffer << in.rdbuf();
     return buffer.str();
@@ -92,7 +106,8 @@ std::string read_file(const std::string& path) {
 int run(int argc, char** argv) {
     Hyperparameters h;
     std::string text = read_file(parse_args(argc, argv, h)); // with open('input.txt') as f: text = f.read()
-    manual_seed(static_cast<uint64_t>(h.seed));              // torch.manual_seed(1337)
+    if (h.threads > 0) set_num_threads(static_cast<int>(h.threads));
+    manual_seed(static_cast<uint64_t>(h.seed)); // torch.manual_seed(1337)
 
     // ---- the characters, as integers ----------------------------------------------------
     // chars = sorted(list(set(text))); stoi = { ch:i for i,ch in enumerate(chars) }
@@ -190,8 +205,11 @@ int main(int argc, char** argv) {
     } catch (const std::invalid_argument& e) { // a bad flag, value or file
         std::fprintf(stderr, "gpt_minimal: %s\n", e.what());
         return 2;
-    } catch (const Error& e) { // a model ember refuses to build (n_head > n_embd, ...)
+    } catch (const Error& e) { // a model ember refuses to build (n_head > n_embd, ...), or too large a one
         std::fprintf(stderr, "gpt_minimal: %s\n", e.what());
+        return 2;
+    } catch (const std::bad_alloc&) { // memory for something other than a tensor (the text, a vector)
+        std::fprintf(stderr, "gpt_minimal: out of memory; use a smaller text or model\n");
         return 2;
     }
 }

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <string>
 #include <unistd.h>
 
@@ -49,7 +50,9 @@ int train_loop(Session& s) {
     double exchange_seconds = 0; // in the all-reduce of gradients and loss, over all steps
     model.train();
     for (int64_t step = first_step; step < o.max_iters; ++step) {
-        if (step % o.eval_interval == 0) evaluate(s, step, first_step, progress); // saves first
+        if (step % o.eval_interval == 0) { // estimate the losses, then save (or stop if the loss rose)
+            if (const int stop = evaluate(s, step, first_step, progress); stop != 0) return stop;
+        }
         const auto started = std::chrono::steady_clock::now();
         auto [xb, yb] = get_batch_share(s.data.train, o.batch_size, o.model.block_size); // (B/N,T) each
         Tensor loss = share_loss(model, xb, yb, o, step);                                // forward and loss
@@ -63,7 +66,7 @@ int train_loop(Session& s) {
         }
         optimizer.step();
         record_step(s, step, batch_loss, started, progress);
-        if (interrupted_everywhere()) return stop_interrupted(s, step, progress);
+        if (interrupted_everywhere()) return stop_interrupted(s, first_step, progress, default_generator().get_state());
     }
     return finish_run(s, progress, first_step, exchange_seconds);
 }
@@ -106,6 +109,12 @@ Outcome run(int argc, char** argv) {
     } catch (const OutOfMemoryError& e) {
         // The estimate passed, but the machine (or a limit such as ulimit -v) gave less.
         outcome = {2, std::string(e.what()) + "\nuse a smaller --n-embd, --n-layer, --batch-size or --block-size",
+                   outcome.while_training};
+    } catch (const std::bad_alloc&) {
+        // Memory for something other than a tensor (the text, a vector): the machine is full.
+        outcome = {2,
+                   "out of memory: the machine (or a limit such as ulimit -v) has no more to give; use a smaller "
+                   "--n-embd, --n-layer, --batch-size or --block-size, or a smaller --data",
                    outcome.while_training};
     } catch (const std::exception& e) {
         outcome = {1, std::string("internal error: ") + e.what(), outcome.while_training};

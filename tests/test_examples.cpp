@@ -193,11 +193,16 @@ TEST_CASE("gpt_minimal refuses bad arguments with a message and status 2", "[exa
     for (const Bad& bad :
          {Bad{"--bogus 1", "unknown option --bogus"}, Bad{"--n-embd x", "--n-embd expects an integer, got \"x\""},
           Bad{"--learning-rate 1e-3x", "--learning-rate expects a finite number, got \"1e-3x\""},
-          Bad{"--max-iters", "--max-iters needs a value"}, Bad{"no/such/file.txt", "cannot read no/such/file.txt"},
+          Bad{"--max-iters", "--max-iters needs a value"},
+          Bad{"no/such/file.txt", "cannot read no/such/file.txt: No such file or directory"},
+          Bad{"/dev/zero", "/dev/zero is not a regular file"}, // was read until memory ran out
+          Bad{"--threads 0", "--threads must be between 1 and"},
+          Bad{"--threads 100000", "--threads must be between 1 and " + std::to_string(ember::max_num_threads())},
           Bad{"--block-size 200000", "too short for --block-size 200000"},
           Bad{"--n-head 64 --n-embd 32", "n_embd=32 does not split into n_head=64 heads"}}) {
         DYNAMIC_SECTION(bad.args) {
-            std::string data = bad.args.rfind("no/", 0) == 0 ? "" : kShakespeare + " ";
+            const bool names_a_file = bad.args.rfind("no/", 0) == 0 || bad.args.rfind("/dev/", 0) == 0;
+            std::string data = names_a_file ? "" : kShakespeare + " ";
             CommandResult r = run_command(kGptMinimal + " --max-iters 1 " + data + bad.args + " 2>&1");
             INFO(r.out);
             CHECK(r.status == 2);

@@ -28,26 +28,13 @@
 #include "check.h"
 #include "core/kernels/dispatch.h"
 #include "process.h"
+#include "train_gpt_run.h"
 
 using namespace ember;
 using namespace ember::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-const std::string kProgram = std::string(EMBER_EXAMPLES_DIR) + "/train_gpt";
-
-// Runs train_gpt with `args` (a shell-quoted string): its exit status, and
-// stdout and stderr together in `out`.
-CommandResult run(const std::string& args) { return run_command(kProgram + " " + args + " 2>&1"); }
-
-// A fresh empty directory for one test's outputs.
-std::string scratch_dir(const std::string& name) {
-    fs::path dir = fs::temp_directory_path() / ("ember_train_gpt_" + name + "_" + std::to_string(getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir.string();
-}
 
 // Column `column` of losses.csv, for the rows that have it.
 std::vector<double> csv_column(const std::string& path, int column) {
@@ -63,13 +50,6 @@ std::vector<double> csv_column(const std::string& path, int column) {
         if (!field.empty()) values.push_back(std::stod(field));
     }
     return values;
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
 }
 
 } // namespace
@@ -402,7 +382,7 @@ TEST_CASE("a diverging run stops at once with status 3, says why, and keeps the 
     std::string dir = scratch_dir("diverge");
     REQUIRE(run("--preset bigram --max-iters 2 --eval-iters 1 --sample-tokens 5 --out " + dir).status == 0);
     const std::string good = read_file(dir + "/train_gpt.safetensors");
-    CommandResult r = run("--lr 1e4 --max-iters 300 --eval-iters 1 --out " + dir);
+    CommandResult r = run("--lr 1e4 --max-iters 300 --eval-iters 1 --overwrite --out " + dir);
     INFO(r.out);
     CHECK(r.status == 3);
     CHECK(r.out.find("training diverged at step ") != std::string::npos);
@@ -415,9 +395,10 @@ TEST_CASE("a diverging run stops at once with status 3, says why, and keeps the 
 
     // Evaluating (and so saving) every step: the checkpoint of the last
     // evaluation before the bad step is kept, holds finite weights, and a
-    // gentler run resumes from it.
+    // gentler run resumes from it. (The rising val loss would stop the run
+    // first: a ratio of 1e300 leaves the stop to the infinity.)
     std::string every = scratch_dir("diverge_every");
-    r = run("--lr 1e4 --max-iters 300 --eval-interval 1 --eval-iters 1 --out " + every);
+    r = run("--lr 1e4 --max-iters 300 --eval-interval 1 --eval-iters 1 --divergence-ratio 1e300 --out " + every);
     INFO(r.out);
     REQUIRE(r.status == 3);
     const size_t at = r.out.find("diverged at step ") + 17;
@@ -434,8 +415,10 @@ TEST_CASE("a diverging run stops at once with status 3, says why, and keeps the 
             INFO(name);
             CHECK(sum(abs(t) < INFINITY).item<int64_t>() == t.numel()); // finite, if huge
         }
-    CommandResult gentle = run("--resume " + every + "/train_gpt.safetensors --lr 1e-5 --max-grad-norm 1 --max-iters " +
-                               std::to_string(bad_step + 3) + " --sample-tokens 5 --out " + every);
+    CommandResult gentle =
+        run("--resume " + every +
+            "/train_gpt.safetensors --lr 1e-5 --max-grad-norm 1 --divergence-ratio 1e300 --max-iters " +
+            std::to_string(bad_step + 3) + " --sample-tokens 5 --out " + every);
     INFO(gentle.out);
     CHECK(gentle.status == 0);
     CHECK(train::read_run(every + "/train_gpt.safetensors").options.max_grad_norm == 1.0);

@@ -3,18 +3,22 @@
 
 #include <optional>
 
+#include "guard.h"
+
 namespace train {
 
 using namespace ember;
 
-std::pair<double, double> estimate_loss(nn::Module& model, const Splits& data, const Options& o) {
+std::optional<std::pair<double, double>> estimate_loss(nn::Module& model, const Splits& data, const Options& o) {
     NoGradGuard no_grad;
     model.eval();
     double means[2];
     const Tensor* splits[2] = {&data.train, &data.val};
     for (int s = 0; s < 2; ++s) {
         double total = 0;
-        for (int64_t k = 0; k < o.eval_iters; ++k) {
+        // Ctrl-C ends the estimate early (it may take minutes); every rank
+        // still takes part in both exchanges below, so none waits forever.
+        for (int64_t k = 0; k < o.eval_iters && !interrupt_requested(); ++k) {
             auto [x, y] = get_batch_share(*splits[s], o.batch_size, o.model.block_size);
             Tensor logits = model.forward(x); // (B/N,T,V): this rank's share
             total += cross_entropy(logits.view({-1, logits.size(-1)}), y.reshape({-1})).item();
@@ -23,7 +27,8 @@ std::pair<double, double> estimate_loss(nn::Module& model, const Splits& data, c
         means[s] = distributed::all_reduce_mean(total / static_cast<double>(o.eval_iters));
     }
     model.train();
-    return {means[0], means[1]};
+    if (interrupt_requested()) return std::nullopt;
+    return std::pair{means[0], means[1]};
 }
 
 std::string sample(nn::Module& model, const Vocab& vocab, const Options& o, int64_t block_size) {

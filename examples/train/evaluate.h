@@ -4,6 +4,7 @@
 // loop and by results.cpp; tested end to end by tests/test_train_gpt.cpp.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -18,7 +19,9 @@ namespace train {
 // of data.train, then of data.val: {train_loss, val_loss}. Leaves the model in
 // training mode. Under mpirun every rank takes part: each computes the loss
 // of its share of every batch (get_batch_share), and all get the mean.
-std::pair<double, double> estimate_loss(ember::nn::Module& model, const Splits& data, const Options& o);
+// Nothing if Ctrl-C (or SIGTERM, SIGHUP: guard.h) came during the estimate:
+// it stops at the next batch.
+std::optional<std::pair<double, double>> estimate_loss(ember::nn::Module& model, const Splits& data, const Options& o);
 
 // o.sample_tokens characters generated after token 0, at o.temperature, from
 // the o.top_k likeliest (0: all), drawn by a generator seeded with

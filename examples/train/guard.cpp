@@ -16,15 +16,34 @@ namespace {
 // "nan", "inf" or "2.79e+17" (printf may write "-nan").
 std::string number(double v) { return std::isnan(v) ? "nan" : format("%g", v); }
 
-// Set by SIGINT: a signal handler may only touch a lock-free atomic of static storage.
-std::atomic<bool> interrupted{false};
-extern "C" void on_sigint(int) { interrupted = true; }
+// The signal that asked the run to stop, or 0. A signal handler may only
+// touch a lock-free atomic of static storage (and call async-signal-safe
+// functions: signal, raise).
+std::atomic<int> stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int signal) {
+    // A second signal while the first is being handled (a save to a slow
+    // disk, a long evaluation) ends the process at once, as if uncaught.
+    if (stop_signal.exchange(signal) != 0) {
+        std::signal(signal, SIG_DFL);
+        std::raise(signal);
+    }
+}
 
 } // namespace
 
-void catch_interrupts() { std::signal(SIGINT, on_sigint); }
+void catch_interrupts() {
+    for (int signal : {SIGINT, SIGTERM, SIGHUP}) std::signal(signal, on_stop_signal);
+}
 
-bool interrupt_requested() { return interrupted; }
+bool interrupt_requested() { return stop_signal != 0; }
+
+int interrupt_signal() { return stop_signal; }
+
+const char* signal_name(int signal) {
+    return signal == SIGTERM ? "SIGTERM" : signal == SIGHUP ? "SIGHUP" : "Ctrl-C (SIGINT)";
+}
 
 std::string divergence_message(int64_t step, double loss, double grad_norm, double lr, double max_grad_norm) {
     std::string text =

@@ -41,11 +41,16 @@ inline bool finite_step(double loss, double grad_norm, double max_grad_norm) {
 // `max_grad_norm` is infinity when off).
 std::string divergence_message(int64_t step, double loss, double grad_norm, double lr, double max_grad_norm);
 
-// Ctrl-C: after catch_interrupts(), SIGINT only sets a flag, which
-// interrupt_requested() reads; the loop saves a checkpoint at the next step
-// boundary and stops (exit status 130).
+// Ctrl-C, and the signals a system sends to stop a program: after
+// catch_interrupts(), SIGINT, SIGTERM (kill, a shutdown) and SIGHUP (a
+// closed terminal) only set a flag, which interrupt_requested() reads; the
+// loop (and an evaluation under way) stops at the next batch, saves a
+// checkpoint and exits with 128 + the signal's number (130 for Ctrl-C). A
+// second signal before that ends the process at once, without saving.
 void catch_interrupts();
 bool interrupt_requested();
+int interrupt_signal();              // the first signal received, or 0
+const char* signal_name(int signal); // "Ctrl-C (SIGINT)", "SIGTERM", "SIGHUP"
 
 // Throws DivergedError naming the first tensor of `state` that holds a NaN
 // or an infinity, and `what` the state is for ("the checkpoint").

@@ -1,6 +1,9 @@
 // The named steps of train_gpt's loop: see loop.h.
 #include "loop.h"
 
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -12,15 +15,65 @@ namespace train {
 
 using namespace ember;
 
-void save(const Session& s) {
-    if (distributed::get_rank() == 0) save_run(s.checkpoint, s.run, *s.model, *s.optimizer);
+bool save(Session& s, const std::vector<uint8_t>& rng_state, bool best) {
+    bool saved = true;
+    if (distributed::get_rank() == 0) {
+        for (const std::string& path : {s.checkpoint, s.best_checkpoint}) {
+            if (path == s.best_checkpoint && !best) break;
+            try {
+                save_run(path, s.run, *s.model, *s.optimizer, rng_state);
+            } catch (const nn::SafetensorsError& e) {
+                // A full disk, a folder made read-only: tell, keep the old file, go on.
+                std::fprintf(stderr, "train_gpt: could not save the checkpoint of step %lld: %s\n",
+                             static_cast<long long>(s.run.next_step), e.what());
+                saved = false;
+                break;
+            }
+        }
+    }
+    if (saved) s.saved_step = s.run.next_step;
+    if (saved && s.stale_best && !best) {
+        std::error_code ignored; // a best checkpoint that stays would only be an earlier run's
+        std::filesystem::remove(s.best_checkpoint, ignored);
+    }
+    if (saved) s.stale_best = false;
+    return saved;
 }
 
-void evaluate(Session& s, int64_t step, int64_t first_step, Progress& progress) {
-    if (step > first_step) save(s);
-    auto [train_loss, val_loss] = estimate_loss(*s.model, s.data, s.run.options);
-    s.run.evals.push_back({step, train_loss, val_loss});
+namespace {
+
+// When the last save of a run failed: what is kept, and status 4.
+int unsaved_end(const Session& s) {
+    if (distributed::get_rank() == 0)
+        std::fprintf(stderr, "train_gpt: the run's last state could not be saved; %s\n",
+                     s.saved_step >= 0 ? (s.checkpoint + " holds step " + std::to_string(s.saved_step)).c_str()
+                                       : "no checkpoint of this run was written");
+    return 4;
+}
+
+} // namespace
+
+int evaluate(Session& s, int64_t step, int64_t first_step, Progress& progress, EvalRecord* estimate) {
+    const Options& o = s.run.options;
+    // The generator as the steps left it: the estimate draws its batches
+    // from it, and a run resumed from this state draws them again.
+    const std::vector<uint8_t> rng_state = default_generator().get_state();
+    const auto losses = estimate_loss(*s.model, s.data, o);
+    if (interrupted_everywhere()) return stop_interrupted(s, first_step, progress, rng_state);
+    const auto [train_loss, val_loss] = *losses;
     progress.message(eval_line(step, train_loss, val_loss));
+    // NaN compares false: a val loss that is not a number stops the run too.
+    if (!(val_loss <= o.divergence_ratio * s.best_val)) {
+        progress.finish();
+        return stop_val_rising(s, step, first_step, val_loss);
+    }
+    const bool best = val_loss < s.best_val;
+    if (best) s.best_val = val_loss, s.best_step = step;
+    // The state of the first step is on disk already (resumed), or is the untrained model.
+    if (step > first_step && !save(s, rng_state, best) && step == o.max_iters) return unsaved_end(s);
+    if (estimate) *estimate = {step, train_loss, val_loss};
+    else s.run.evals.push_back({step, train_loss, val_loss});
+    return 0;
 }
 
 namespace {
@@ -80,24 +133,32 @@ void record_step(Session& s, int64_t step, double loss, std::chrono::steady_cloc
 
 bool interrupted_everywhere() { return distributed::all_reduce_mean(interrupt_requested() ? 1.0 : 0.0) > 0; }
 
-int stop_interrupted(const Session& s, int64_t step, Progress& progress) {
+int stop_interrupted(Session& s, int64_t first_step, Progress& progress, const std::vector<uint8_t>& rng_state) {
     progress.finish();
-    save(s);
-    std::cout << "interrupted after step " << step << "; checkpoint saved to " << s.checkpoint
+    // Under mpirun a rank may stop for another's signal: 130, as for Ctrl-C.
+    const int signal = interrupt_signal() != 0 ? interrupt_signal() : SIGINT;
+    const int status = 128 + signal;
+    const std::string what = std::string(signal_name(signal)) + " after step " + std::to_string(s.run.next_step - 1);
+    if (s.run.next_step == first_step) { // nothing done since the checkpoint there is (or the untrained start)
+        std::cout << "stopped by " << what << "; nothing new to save"
+                  << (first_step > 0 ? ": " + s.run.options.resume + " is unchanged" : std::string()) << "\n";
+        return status;
+    }
+    if (!save(s, rng_state, false)) return unsaved_end(s);
+    std::cout << "stopped by " << what << "; checkpoint saved to " << s.checkpoint
               << "\nresume with: train_gpt --resume " << s.checkpoint << "\n";
-    return 130;
+    return status;
 }
 
 int finish_run(Session& s, Progress& progress, int64_t first_step, double exchange_seconds) {
     const Options& o = s.run.options;
     progress.finish();
-    // Save first: the final estimate draws batches that must not be part of
-    // the saved stream (a resumed run would otherwise diverge).
-    save(s);
+    // The final estimate is an evaluation like the others: it may stop a
+    // run whose loss rose, and saves before anything else is written.
+    EvalRecord final_estimate{};
+    if (const int stop = evaluate(s, o.max_iters, first_step, progress, &final_estimate); stop != 0) return stop;
     const bool writer = distributed::get_rank() == 0;
     if (writer) write_losses_csv(o.out_dir + "/losses.csv", s.run);
-    auto [final_train, final_val] = estimate_loss(*s.model, s.data, o);
-    progress.message(eval_line(o.max_iters, final_train, final_val));
     if (const int world = distributed::get_world_size(); world > 1) {
         // What the ranks exchanged: every gradient, as float32, each step (docs/distributed.md).
         const double steps = static_cast<double>(o.max_iters - first_step);
@@ -105,7 +166,7 @@ int finish_run(Session& s, Progress& progress, int64_t first_step, double exchan
         std::cout << format("all-reduce: %.2f ms per step, of %.2f MB of gradients; each rank sent %.2f MB a step\n",
                             1e3 * exchange_seconds / steps, bytes / 1e6, 2.0 * (world - 1) / world * bytes / 1e6);
     }
-    if (writer) write_results(s, final_train, final_val, progress.tokens_per_second());
+    if (writer) write_results(s, final_estimate.train_loss, final_estimate.val_loss, progress.tokens_per_second());
     return 0;
 }
 

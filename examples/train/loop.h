@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 #include <ember.h>
 
@@ -18,13 +19,22 @@
 
 namespace train {
 
-// Rank 0 writes the run's checkpoint (the other ranks hold the same state).
-void save(const Session& s);
+// Rank 0 writes the run's state, with the generator at `rng_state`, to
+// its checkpoint, and to the best checkpoint too when `best`. A write that
+// fails (a full disk) is reported and the run goes on: false, the old files
+// intact, and the next evaluation tries again.
+bool save(Session& s, const std::vector<uint8_t>& rng_state, bool best);
 
-// The lecture's estimate of the train and val losses at `step`, recorded in
-// the run and printed; before it, after the run's first step
-// (`first_step`), the checkpoint is saved.
-void evaluate(Session& s, int64_t step, int64_t first_step, Progress& progress);
+// The lecture's estimate of the train and val losses at `step`, printed;
+// then, after the run's first step (`first_step`), the checkpoint saved (and
+// the best one, at a new lowest val loss). The estimate is recorded in the
+// run, or returned in `estimate` (the final one). Returns 0 to go on, or
+// train_gpt's exit status: 3 when the val loss rose above
+// --divergence-ratio times its lowest (nothing saved: the checkpoints keep
+// the state before), 128 + the signal after Ctrl-C, SIGTERM or SIGHUP
+// during the estimate (the state before it saved), 4 if the run's last
+// checkpoint could not be written.
+int evaluate(Session& s, int64_t step, int64_t first_step, Progress& progress, EvalRecord* estimate = nullptr);
 
 // The mean loss of this rank's share of the step's batch (xb, yb: (B/N,T)),
 // with its graph. Under mpirun with dropout, this rank's masks come from a
@@ -41,14 +51,17 @@ double exchange_gradients(ember::nn::Module& model, const ember::Tensor& loss, d
 void record_step(Session& s, int64_t step, double loss, std::chrono::steady_clock::time_point started,
                  Progress& progress);
 
-// Whether Ctrl-C reached any rank: all of them stop at the same step.
+// Whether Ctrl-C (SIGTERM, SIGHUP) reached any rank: all stop at the same step.
 bool interrupted_everywhere();
 
-// After Ctrl-C: saves the checkpoint, says how to resume; returns 130.
-int stop_interrupted(const Session& s, int64_t step, Progress& progress);
+// After Ctrl-C, SIGTERM or SIGHUP: saves the state the steps since
+// `first_step` reached, with the generator at `rng_state`, says how to
+// resume; returns 128 + the signal (130 for Ctrl-C), or 4 if the save failed.
+int stop_interrupted(Session& s, int64_t first_step, Progress& progress, const std::vector<uint8_t>& rng_state);
 
-// After the last step: saves, writes the losses, the final estimate, the
-// results and (under mpirun) the exchange's cost. Returns 0.
+// After the last step: the final estimate (an evaluation, which saves), the
+// losses, the results and (under mpirun) the exchange's cost. Returns 0, or
+// an exit status as evaluate's.
 int finish_run(Session& s, Progress& progress, int64_t first_step, double exchange_seconds);
 
 } // namespace train

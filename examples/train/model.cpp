@@ -30,7 +30,11 @@ Stage stage_from_name(const std::string& name) {
     throw std::invalid_argument("unknown model stage \"" + name + "\"");
 }
 
-bool has_attention(Stage stage) { return stage != Stage::Bigram && stage != Stage::Embed; }
+bool has_attention(const ModelConfig& config) {
+    const bool stacks_blocks =
+        config.stage == Stage::Blocks || config.stage == Stage::LayerNorm || config.stage == Stage::GPT;
+    return config.stage != Stage::Bigram && config.stage != Stage::Embed && (!stacks_blocks || config.n_layer > 0);
+}
 
 const char* kind_name(ModelKind kind) { return kind == ModelKind::Lecture ? "lecture" : "fast"; }
 

@@ -33,8 +33,6 @@ enum class Stage { Bigram, Embed, Head, MultiHead, FeedForward, Blocks, LayerNor
 
 const char* stage_name(Stage stage);
 Stage stage_from_name(const std::string& name); // throws std::invalid_argument
-// Whether the stage's model attends (and so has heads to draw): not bigram and embed.
-bool has_attention(Stage stage);
 
 // Which model runs the gpt stage: the lecture's classes or the fast model.
 enum class ModelKind { Lecture, Fast };
@@ -51,6 +49,10 @@ struct ModelConfig {
     double dropout = 0.0;
     ModelKind kind = ModelKind::Fast; // for Stage::GPT
 };
+
+// Whether the model attends (and so has heads to draw): not bigram and
+// embed, and not a stack of zero blocks (--n-layer 0).
+bool has_attention(const ModelConfig& config);
 
 // Builds the model of config.stage, drawing its weights in the order the
 // lecture's code does (the fast model: gpt.py's weights, converted).

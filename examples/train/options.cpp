@@ -92,11 +92,19 @@ model and training (override the preset)
   --n-embd N  --n-head N  --n-layer N  --block-size N  --dropout P
   --batch-size N  --lr X  --max-iters N  --eval-interval N  --eval-iters N
   --max-grad-norm X      clip the gradients' global norm to X (default: no clipping)
+  --divergence-ratio R   stop (exit status 3) when the val loss rises above R times
+                         its lowest so far (default 2); the checkpoints keep the
+                         state before
   --seed N               the random seed (default 1337, the lecture's)
   --threads N            threads for the kernels
 output
-  --out DIR              where to write checkpoint, losses and plots (default out)
-  --resume CKPT          continue a run from its checkpoint (--lr, --max-grad-norm may change)
+  --out DIR              where to write checkpoints, losses and plots (default out;
+                         with --resume, the checkpoint's folder); a run refuses a
+                         folder that holds another run's checkpoint
+  --overwrite            start a new run in --out even though it holds a checkpoint
+  --resume CKPT          continue a run from its checkpoint, OUT/train_gpt.safetensors
+                         (the latest) or OUT/train_gpt.best.safetensors (the lowest
+                         val loss); --lr, --max-grad-norm, --divergence-ratio may change
   --sample-only CKPT     only generate text from a checkpoint
   --sample-tokens N  --temperature T  --top-k K  --sample-seed N
   --attention-map FILE   where to draw the attention of every head (default OUT/attention.svg)
@@ -107,15 +115,27 @@ output
 )";
 }
 
-bool parse_options(int argc, char** argv, Options& o) {
+namespace {
+
+// `value`, unless it is empty: an empty path (--resume "") must not quietly
+// mean the default (a new run over the old checkpoint).
+std::string not_empty(const std::string& flag, const std::string& value, const char* what) {
+    if (value.empty()) throw UsageError(flag + " needs " + what + ", got an empty string");
+    return value;
+}
+
+using Setter = std::function<void(const std::string&, const std::string&)>;
+
+// What each flag that takes a value does with it, and the values it accepts:
+// one table for the command line and for a checkpoint's settings.
+std::map<std::string, Setter> setters(Options& o) {
     using flags::integer;
     using flags::positive;
     using flags::real;
     constexpr int64_t kBig = INT64_MAX;
-    // What each flag does with its value, applied once all are read (below).
-    const std::map<std::string, std::function<void(const std::string&, const std::string&)>> setters = {
+    return {
         {"--preset", [](const std::string&, const std::string&) {}},
-        {"--data", [&](auto&, auto& v) { o.data_path = v; }},
+        {"--data", [&](auto& f, auto& v) { o.data_path = not_empty(f, v, "a text file"); }},
         {"--model",
          [&](auto& f, auto& v) {
              try {
@@ -136,25 +156,61 @@ bool parse_options(int argc, char** argv, Options& o) {
         {"--batch-size", [&](auto& f, auto& v) { o.batch_size = integer(f, v, 1, kBig); }},
         {"--lr", [&](auto& f, auto& v) { o.lr = real(f, v, 0); }},
         {"--max-grad-norm", [&](auto& f, auto& v) { o.max_grad_norm = positive(f, v); }},
+        {"--divergence-ratio",
+         [&](auto& f, auto& v) {
+             o.divergence_ratio = real(f, v, 1);
+             if (o.divergence_ratio == 1) throw UsageError(f + " must be above 1, got " + v);
+         }},
         {"--max-iters", [&](auto& f, auto& v) { o.max_iters = integer(f, v, 1, kBig); }},
         {"--eval-interval", [&](auto& f, auto& v) { o.eval_interval = integer(f, v, 1, kBig); }},
         {"--eval-iters", [&](auto& f, auto& v) { o.eval_iters = integer(f, v, 1, kBig); }},
         {"--seed", [&](auto& f, auto& v) { o.seed = flags::seed(f, v); }},
         {"--threads",
          [&](auto& f, auto& v) { o.threads = static_cast<int>(integer(f, v, 1, ember::max_num_threads())); }},
-        {"--out", [&](auto&, auto& v) { o.out_dir = v; }},
-        {"--resume", [&](auto&, auto& v) { o.resume = v; }},
-        {"--sample-only", [&](auto&, auto& v) { o.sample_only = v; }},
+        {"--out", [&](auto& f, auto& v) { o.out_dir = not_empty(f, v, "a folder"); }},
+        {"--resume", [&](auto& f, auto& v) { o.resume = not_empty(f, v, "a checkpoint file"); }},
+        {"--sample-only", [&](auto& f, auto& v) { o.sample_only = not_empty(f, v, "a checkpoint file"); }},
         {"--sample-tokens", [&](auto& f, auto& v) { o.sample_tokens = integer(f, v, 0, kBig); }},
-        {"--temperature", [&](auto& f, auto& v) { o.temperature = positive(f, v); }},
+        {"--temperature",
+         [&](auto& f, auto& v) {
+             o.temperature = positive(f, v);
+             // Dividing by less lets a logit of 3.4e32 overflow float32: it would be no temperature at all.
+             if (o.temperature < kMinTemperature)
+                 throw UsageError(f + " must be at least " + flags::format("%g", kMinTemperature) + ", got " + v +
+                                  " (to always take the likeliest character, use --top-k 1)");
+         }},
         {"--top-k", [&](auto& f, auto& v) { o.top_k = integer(f, v, 0, kBig); }},
         {"--sample-seed", [&](auto& f, auto& v) { o.sample_seed = flags::seed(f, v); }},
-        {"--attention-map", [&](auto&, auto& v) { o.attention_map = v; }},
-        {"--prompt", [&](auto&, auto& v) { o.prompt = v; }},
+        {"--attention-map", [&](auto& f, auto& v) { o.attention_map = not_empty(f, v, "a file name"); }},
+        {"--prompt", [&](auto& f, auto& v) { o.prompt = not_empty(f, v, "some text"); }},
     };
+}
+
+} // namespace
+
+void set_option(Options& o, const std::string& flag, const std::string& value) {
+    const auto all = setters(o);
+    auto it = all.find(flag);
+    if (it == all.end()) throw UsageError("unknown option " + flag);
+    it->second(flag, value);
+}
+
+void check_options(const Options& o) {
+    if (o.model.n_embd % o.model.n_head != 0)
+        throw UsageError("--n-embd (" + std::to_string(o.model.n_embd) + ") must be divisible by --n-head (" +
+                         std::to_string(o.model.n_head) + ")");
+    if (o.model.stage != Stage::GPT && o.model.kind != ModelKind::Lecture)
+        throw UsageError(std::string("--model: the ") + stage_name(o.model.stage) +
+                         " stage runs the lecture's classes only; the fast model is gpt.py's whole GPT "
+                         "(the default run and --preset lecture)");
+}
+
+bool parse_options(int argc, char** argv, Options& o) {
+    const std::map<std::string, Setter> set = setters(o);
     std::set<std::string> value_flags;
-    for (const auto& [flag, set] : setters) value_flags.insert(flag);
-    const std::vector<flags::Flag> given = flags::parse(argc, argv, value_flags, {"--help", "--summary"});
+    for (const auto& [flag, setter] : set) value_flags.insert(flag);
+    const std::vector<flags::Flag> given =
+        flags::parse(argc, argv, value_flags, {"--help", "--summary", "--overwrite"});
     for (const flags::Flag& flag : given)
         if (flag.name == "--help") {
             std::cout << usage();
@@ -166,17 +222,12 @@ bool parse_options(int argc, char** argv, Options& o) {
         if (flag.name == "--preset") apply_preset(o, flag.value);
     for (const flags::Flag& flag : given) {
         if (flag.name == "--summary") o.summary = true;
-        else setters.at(flag.name)(flag.name, flag.value);
+        else if (flag.name == "--overwrite") o.overwrite = true;
+        else set.at(flag.name)(flag.name, flag.value);
         o.given.insert(flag.name);
     }
-    if (o.model.n_embd % o.model.n_head != 0)
-        throw UsageError("--n-embd (" + std::to_string(o.model.n_embd) + ") must be divisible by --n-head (" +
-                         std::to_string(o.model.n_head) + ")");
     if (!o.resume.empty() && !o.sample_only.empty()) throw UsageError("--resume and --sample-only exclude each other");
-    if (o.given.count("--model") && o.model.stage != Stage::GPT)
-        throw UsageError(std::string("--model: the ") + stage_name(o.model.stage) +
-                         " stage runs the lecture's classes only; the fast model is gpt.py's whole GPT "
-                         "(the default run and --preset lecture)");
+    check_options(o);
     return true;
 }
 

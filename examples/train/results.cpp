@@ -4,13 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
+#include "core/tensor/svg_text.h"
 #include "evaluate.h"
 #include "guard.h"
+#include "memory.h"
 #include "model.h"
 #include "progress.h"
 #include "svg.h"
@@ -19,32 +21,42 @@ namespace train {
 
 using namespace ember;
 
-namespace {
 
-// Draws every head's attention over the prompt (--prompt, else default_prompt;
-// its last block_size characters) to o.attention_map.
-void draw_attention(nn::Module& model, const Vocab& vocab, const Options& o, const std::string& default_prompt) {
+// The prompt whose attention is drawn (--prompt, else default_prompt), cut to
+// its last block_size characters. An InputError names a character the
+// vocabulary lacks: the check runs before training (session.cpp) and here.
+std::string attention_prompt(const Options& o, const Vocab& vocab, const std::string& default_prompt) {
     std::string prompt = o.prompt.empty() ? default_prompt : o.prompt;
     if (static_cast<int64_t>(prompt.size()) > o.model.block_size)
         prompt = prompt.substr(prompt.size() - static_cast<size_t>(o.model.block_size));
-    std::vector<int64_t> ids;
     try {
-        ids = vocab.encode(prompt);
+        vocab.encode(prompt);
     } catch (const std::invalid_argument& e) {
         throw InputError(std::string("--prompt: ") + e.what());
     }
+    return prompt;
+}
+
+namespace {
+
+// Draws every head's attention over attention_prompt(...) to o.attention_map.
+void draw_attention(nn::Module& model, const Vocab& vocab, const Options& o, const std::string& default_prompt) {
+    const std::string prompt = attention_prompt(o, vocab, default_prompt);
     model.eval();
-    auto maps = attention_maps(model, from_vector(ids));
-    if (maps.empty())
-        throw InputError("--attention-map: this model (" + std::string(stage_name(o.model.stage)) +
-                         ") has no attention");
+    auto maps = attention_maps(model, from_vector(vocab.encode(prompt)));
     write_attention_svg(o.attention_map, prompt, maps, "attention of every head for \"" + prompt + "\"");
 }
 
 } // namespace
 
+// Writes `text` to `path` whole or not at all (beside it first, then renamed).
+void write_text(const std::string& path, const std::string& text) {
+    const std::string why = internal::write_file_whole(path, text);
+    if (!why.empty()) throw std::runtime_error("cannot write " + path + ": " + why);
+}
+
 void write_losses_csv(const std::string& path, const RunState& run) {
-    std::ofstream out(path + ".tmp");
+    std::ostringstream out;
     out << "step,loss,eval_train_loss,eval_val_loss\n";
     size_t e = 0;
     for (size_t i = 0; i < run.step_losses.size(); ++i) {
@@ -55,9 +67,7 @@ void write_losses_csv(const std::string& path, const RunState& run) {
         else out << ",,";
         out << "\n";
     }
-    out.close();
-    if (!out || std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
-        throw std::runtime_error("cannot write " + path);
+    write_text(path, out.str());
 }
 
 void write_results(const Session& s, double final_train, double final_val, double tokens_per_second) {
@@ -71,7 +81,7 @@ void write_results(const Session& s, double final_train, double final_val, doubl
                          "train_gpt: " + o.preset + " on " + s.run.data_name, std::log(double(vocab.size())),
                          "ln(vocab) = " + format("%.2f", std::log(double(vocab.size()))));
     std::string text_sample = sample(model, vocab, o, o.model.block_size);
-    std::ofstream(o.out_dir + "/sample.txt") << text_sample << "\n";
+    write_text(o.out_dir + "/sample.txt", text_sample + "\n");
     std::cout << "\nsample (" << o.sample_tokens << " characters, temperature " << o.temperature
               << (o.top_k > 0 ? ", top-k " + std::to_string(o.top_k) : std::string()) << "):\n"
               << text_sample << "\n\n";
@@ -79,7 +89,7 @@ void write_results(const Session& s, double final_train, double final_val, doubl
     // validation text, to --attention-map or out/attention.svg.
     std::string written =
         s.checkpoint + ", " + o.out_dir + "/losses.csv, " + o.out_dir + "/loss.svg, " + o.out_dir + "/sample.txt";
-    if (has_attention(o.model.stage)) {
+    if (has_attention(o.model)) {
         Options drawing = o;
         if (drawing.attention_map.empty()) drawing.attention_map = o.out_dir + "/attention.svg";
         std::string val_text = vocab.decode(s.data.val.slice(0, 0, std::min<int64_t>(o.model.block_size, 48)));
@@ -87,44 +97,85 @@ void write_results(const Session& s, double final_train, double final_val, doubl
         written += ", " + drawing.attention_map;
     }
     std::cout << "wrote " << written << "\n";
+    if (s.best_step > 0)
+        std::cout << "the lowest val loss, " << format("%.4f", s.best_val) << " at step " << s.best_step << ", is in "
+                  << s.best_checkpoint << "\n";
     std::cout << "final: step=" << o.max_iters << format(" train_loss=%.4f val_loss=%.4f", final_train, final_val)
               << format(" tokens_per_s=%.0f", tokens_per_second) << " params=" << model.num_parameters() << "\n";
 }
+
+namespace {
+
+// Which checkpoints hold the run's good state, and the command that goes
+// on from the better one with a tenth of the learning rate.
+std::string kept_checkpoints(const Session& s, int64_t first_step) {
+    const Options& o = s.run.options;
+    const std::string gentler = " --lr " + format("%g", o.lr / 10);
+    if (s.saved_step > first_step) {
+        std::string text =
+            "The last good checkpoint, " + s.checkpoint + " (step " + std::to_string(s.saved_step) + "), is kept";
+        if (s.best_step > first_step && s.best_step != s.saved_step)
+            return text + ", and the best, " + s.best_checkpoint + " (step " + std::to_string(s.best_step) +
+                   format(", val loss %.4f", s.best_val) + "); go on from the best more gently with: train_gpt " +
+                   "--resume " + s.best_checkpoint + gentler;
+        return text + "; go on from it more gently with: train_gpt --resume " + s.checkpoint + gentler;
+    }
+    if (!o.resume.empty())
+        return "The checkpoint this run resumed from, " + o.resume + " (step " + std::to_string(first_step) +
+               "), is unchanged; go on from it more gently with: train_gpt --resume " + o.resume + gentler;
+    return "No checkpoint was written (the run diverged before its first evaluation after step 0), and " +
+           s.checkpoint + ", if there is one from an earlier run, is unchanged";
+}
+
+} // namespace
 
 int stop_diverged(const Session& s, int64_t step, int64_t first_step, double loss, double grad_norm) {
     const Options& o = s.run.options;
     if (distributed::get_rank() != 0) return 3; // every rank stops; rank 0 writes and tells
     write_losses_csv(o.out_dir + "/losses.csv", s.run);
-    // The loop saves before each evaluation after the first step of the run.
-    const int64_t last_save = step / o.eval_interval * o.eval_interval;
-    std::string kept;
-    if (last_save > first_step)
-        kept = "The last good checkpoint, " + s.checkpoint + " (step " + std::to_string(last_save) +
-               "), is kept; go on from it more gently with: train_gpt --resume " + s.checkpoint + " --lr " +
-               format("%g", o.lr / 10);
-    else if (!o.resume.empty())
-        kept = "The checkpoint this run resumed from, " + o.resume + " (step " + std::to_string(first_step) +
-               "), is unchanged; go on from it more gently with: train_gpt --resume " + o.resume + " --lr " +
-               format("%g", o.lr / 10);
-    else
-        kept = "No checkpoint was written (the run diverged before its first evaluation after step 0), and " +
-               s.checkpoint + ", if there is one from an earlier run, is unchanged";
     std::fprintf(stderr, "train_gpt: %s\n%s.\nThe losses of the steps before are in %s/losses.csv.\n",
-                 divergence_message(step, loss, grad_norm, o.lr, o.max_grad_norm).c_str(), kept.c_str(),
-                 o.out_dir.c_str());
+                 divergence_message(step, loss, grad_norm, o.lr, o.max_grad_norm).c_str(),
+                 kept_checkpoints(s, first_step).c_str(), o.out_dir.c_str());
+    return 3;
+}
+
+int stop_val_rising(const Session& s, int64_t step, int64_t first_step, double val_loss) {
+    const Options& o = s.run.options;
+    if (distributed::get_rank() != 0) return 3;
+    write_losses_csv(o.out_dir + "/losses.csv", s.run);
+    std::fprintf(stderr,
+                 "train_gpt: stopped at step %lld: the val loss rose to %s, more than %g times its lowest, %.4f at "
+                 "step %lld (--divergence-ratio %g). The usual cause is a learning rate too high for the model "
+                 "(--lr %g): the weights are moving away from what they had learnt. Nothing of this state was "
+                 "saved.\n%s.\nThe losses of the steps before are in %s/losses.csv.\n",
+                 static_cast<long long>(step), std::isnan(val_loss) ? "nan" : format("%.4f", val_loss).c_str(),
+                 o.divergence_ratio, s.best_val, static_cast<long long>(s.best_step), o.divergence_ratio, o.lr,
+                 kept_checkpoints(s, first_step).c_str(), o.out_dir.c_str());
     return 3;
 }
 
 void sample_only(const Options& o) {
     RunState saved = read_run(o.sample_only);
     ModelConfig mc = saved.options.model;
-    auto model = make_model(mc);
-    restore_run(o.sample_only, *model, nullptr);
+    // Checked before the model is built: its size (a file may claim any) and the attention map's inputs.
+    MemoryEstimate need = estimate_memory(mc, 1, 0); // weights, and the optimiser's state read with them
+    std::string too_large = memory_problem(need, available_memory(), "the model of " + o.sample_only);
+    if (!too_large.empty()) throw InputError(too_large);
     Options so = o;
     so.model = mc;
+    const std::string default_prompt = "\n";
+    if (!o.attention_map.empty()) {
+        if (!has_attention(mc))
+            throw UsageError("--attention-map: the " + std::string(stage_name(mc.stage)) + " model of " +
+                             o.sample_only + " has no attention");
+        attention_prompt(so, saved.vocab, default_prompt);
+        check_writable(o.attention_map, "--attention-map");
+    }
+    auto model = make_model(mc);
+    restore_run(o.sample_only, *model, nullptr);
     std::cout << sample(*model, saved.vocab, so, mc.block_size) << "\n";
     if (!o.attention_map.empty()) {
-        draw_attention(*model, saved.vocab, so, o.prompt.empty() ? std::string("\n") : o.prompt);
+        draw_attention(*model, saved.vocab, so, default_prompt);
         std::cout << "attention map written to " << o.attention_map << "\n";
     }
 }

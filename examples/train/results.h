@@ -15,8 +15,13 @@
 
 namespace train {
 
+// The prompt whose attention is drawn (o.prompt, else default_prompt), cut
+// to its last block_size characters. Throws InputError naming a character
+// the vocabulary lacks: start_session checks --prompt with it before training.
+std::string attention_prompt(const Options& o, const Vocab& vocab, const std::string& default_prompt);
+
 // step,loss,eval_train_loss,eval_val_loss: every step's loss, and the
-// evaluations at their steps. Written whole or not at all (through a .tmp).
+// evaluations at their steps. Written whole or not at all (beside it, then renamed).
 void write_losses_csv(const std::string& path, const RunState& run);
 
 // After the last step, the checkpoint and losses.csv: the loss curve with the
@@ -26,10 +31,14 @@ void write_results(const Session& s, double final_train, double final_val, doubl
 
 // After step `step` of a run that began at `first_step` gave a loss or a
 // gradient norm that is not finite: writes losses.csv (the steps before it)
-// and says what happened, what to try, and which checkpoint holds the last
-// good state (the one saved at the last evaluation, else the one resumed
-// from; none is written now), on rank 0 only. Returns train_gpt's exit status for it, 3.
+// and says what happened, what to try, and which checkpoints hold the last
+// good state (the latest saved, the best, else the one resumed from; none is
+// written now), on rank 0 only. Returns train_gpt's exit status for it, 3.
 int stop_diverged(const Session& s, int64_t step, int64_t first_step, double loss, double grad_norm);
+
+// The same after the evaluation at `step` found the val loss above
+// --divergence-ratio times its lowest: a finite divergence. Returns 3.
+int stop_val_rising(const Session& s, int64_t step, int64_t first_step, double val_loss);
 
 // --sample-only CKPT: prints a sample of the checkpoint's model, and draws its
 // attention with --attention-map.

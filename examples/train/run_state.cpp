@@ -41,6 +41,22 @@ nn::Metadata settings(const RunState& run) {
             {"data_fingerprint", std::to_string(run.data_fingerprint)}};
 }
 
+// The metadata key of each setting a checkpoint holds, and the flag that sets it.
+const std::pair<const char*, const char*> kSettingFlags[] = {
+    {"block_size", "--block-size"},
+    {"n_embd", "--n-embd"},
+    {"n_head", "--n-head"},
+    {"n_layer", "--n-layer"},
+    {"dropout", "--dropout"},
+    {"batch_size", "--batch-size"},
+    {"lr", "--lr"},
+    {"max_grad_norm", "--max-grad-norm"},
+    {"max_iters", "--max-iters"},
+    {"eval_interval", "--eval-interval"},
+    {"eval_iters", "--eval-iters"},
+    {"seed", "--seed"},
+};
+
 [[noreturn]] void bad_file(const std::string& path, const std::string& what) {
     throw nn::SafetensorsError("[train_gpt] " + path + " is not a usable train_gpt checkpoint: " + what);
 }
@@ -80,10 +96,6 @@ uint64_t unsigned_field(const nn::Metadata& meta, const std::string& path, const
                                   [](const std::string& s, size_t* used) -> uint64_t { return std::stoull(s, used); });
 }
 
-double real_field(const nn::Metadata& meta, const std::string& path, const std::string& key) {
-    return number_field<double>(meta, path, key, [](const std::string& s, size_t* used) { return std::stod(s, used); });
-}
-
 // Tensor `key` of `all`: a vector of `dtype`, as train_gpt writes it.
 const Tensor& history(const nn::StateDict& all, const std::string& path, const std::string& key, DType dtype) {
     if (!all.contains(key)) bad_file(path, "no \"" + key + "\" tensor");
@@ -106,12 +118,16 @@ nn::StateDict with_prefix(const nn::StateDict& all, const std::string& prefix) {
 
 void save_run(const std::string& path, const RunState& run, const nn::Module& model,
               const optim::Optimizer& optimizer) {
+    save_run(path, run, model, optimizer, default_generator().get_state());
+}
+
+void save_run(const std::string& path, const RunState& run, const nn::Module& model, const optim::Optimizer& optimizer,
+              const std::vector<uint8_t>& rng) {
     require_finite(model.state_dict(), path);
     require_finite(optimizer.state_dict(), path);
     nn::StateDict all;
     for (const auto& [name, t] : model.state_dict()) all.insert("model." + name, t);
     for (const auto& [name, t] : optimizer.state_dict()) all.insert("optim." + name, t);
-    std::vector<uint8_t> rng = default_generator().get_state();
     std::vector<int64_t> packed((rng.size() + 7) / 8, 0);
     std::memcpy(packed.data(), rng.data(), rng.size());
     all.insert("rng_state", from_vector(packed));
@@ -145,24 +161,26 @@ RunState read_run(const std::string& path) {
     } catch (const std::invalid_argument& e) {
         bad_file(path, e.what());
     }
-    o.model.block_size = int_field(meta, path, "block_size");
-    o.model.n_embd = int_field(meta, path, "n_embd");
-    o.model.n_head = int_field(meta, path, "n_head");
-    o.model.n_layer = int_field(meta, path, "n_layer");
-    o.model.dropout = real_field(meta, path, "dropout");
+    // Each setting passes the checks its flag passes on the command line
+    // (eval_interval=0 would divide by zero, n_layer=1e8 build forever).
+    for (const auto& [key, flag] : kSettingFlags) {
+        const bool clipping = key == std::string("max_grad_norm");
+        if (clipping && !meta.count(key)) continue; // not in older files: no clipping
+        const std::string value = field(meta, path, key);
+        if (clipping && value == "inf") continue; // no clipping, the default
+        try {
+            set_option(o, flag, value);
+        } catch (const UsageError& e) {
+            bad_file(path, "\"" + std::string(key) + "\" = \"" + value + "\": " + e.what());
+        }
+    }
     // Which model the tensors are for; files from before the fast model hold the lecture's.
     try {
         o.model.kind = meta.count("model") ? kind_from_name(meta["model"]) : ModelKind::Lecture;
+        check_options(o);
     } catch (const std::invalid_argument& e) {
         bad_file(path, e.what());
     }
-    o.batch_size = int_field(meta, path, "batch_size");
-    o.lr = real_field(meta, path, "lr");
-    if (meta.count("max_grad_norm")) o.max_grad_norm = real_field(meta, path, "max_grad_norm"); // not in older files
-    o.max_iters = int_field(meta, path, "max_iters");
-    o.eval_interval = int_field(meta, path, "eval_interval");
-    o.eval_iters = int_field(meta, path, "eval_iters");
-    o.seed = unsigned_field(meta, path, "seed"); // --seed takes any uint64
     run.next_step = int_field(meta, path, "next_step");
     run.data_name = field(meta, path, "data");
     run.data_fingerprint = unsigned_field(meta, path, "data_fingerprint");

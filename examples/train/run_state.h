@@ -29,9 +29,13 @@ struct RunState {
     std::vector<EvalRecord> evals;
 };
 
-// Writes model, optimiser and generator state with the run state to `path`.
-// Throws DivergedError (guard.h), writing nothing, if the model or the
-// optimiser holds a NaN or an infinity: a checkpoint is always a good one.
+// Writes model, optimiser and generator state (`rng_state`, else the
+// default generator's now) with the run state to `path`, atomically
+// (nn::save_safetensors: a SafetensorsError if it cannot, the old file
+// intact). Throws DivergedError (guard.h), writing nothing, if the model or
+// the optimiser holds a NaN or an infinity: a checkpoint is always a good one.
+void save_run(const std::string& path, const RunState& run, const ember::nn::Module& model,
+              const ember::optim::Optimizer& optimizer, const std::vector<uint8_t>& rng_state);
 void save_run(const std::string& path, const RunState& run, const ember::nn::Module& model,
               const ember::optim::Optimizer& optimizer);
 

@@ -10,7 +10,9 @@
 #include "corpus.h"
 #include "memory.h"
 #include "model.h"
+#include "outputs.h"
 #include "progress.h"
+#include "results.h"
 
 namespace train {
 
@@ -31,7 +33,9 @@ Options resumed_options(const Options& given, const RunState& run) {
             throw UsageError(std::string(flag) + " cannot change when resuming (the checkpoint fixes it)");
     Options o = run.options;
     o.resume = given.resume;
-    o.out_dir = given.out_dir;
+    // The run goes on writing where its checkpoint is, unless told otherwise.
+    const std::string folder = std::filesystem::path(given.resume).parent_path().string();
+    o.out_dir = given.given.count("--out") ? given.out_dir : folder.empty() ? "." : folder;
     o.threads = given.threads;
     o.sample_tokens = given.sample_tokens;
     o.temperature = given.temperature;
@@ -39,6 +43,8 @@ Options resumed_options(const Options& given, const RunState& run) {
     o.sample_seed = given.sample_seed;
     o.attention_map = given.attention_map;
     o.prompt = given.prompt;
+    o.overwrite = given.overwrite;
+    o.divergence_ratio = given.divergence_ratio;
     if (given.given.count("--max-iters")) o.max_iters = given.max_iters; // training longer is fine
     if (given.given.count("--lr")) o.lr = given.lr;
     if (given.given.count("--max-grad-norm")) o.max_grad_norm = given.max_grad_norm;
@@ -71,6 +77,62 @@ void print_header(const Session& s, size_t text_chars) {
     std::cout << std::flush; // a log file shows the header before the first, possibly slow, evaluation
 }
 
+// The files the run writes: the checkpoints, then the others.
+std::vector<RunFile> checkpoint_files(const Options& o) {
+    return {{o.out_dir + "/" + kCheckpointName, "--out's checkpoint"},
+            {o.out_dir + "/" + kBestCheckpointName, "--out's best checkpoint"}};
+}
+
+std::vector<RunFile> other_outputs(const Options& o) {
+    std::vector<RunFile> files;
+    for (const char* name : {"losses.csv", "loss.svg", "sample.txt"})
+        files.push_back({o.out_dir + "/" + name, "--out's " + std::string(name)});
+    files.push_back(o.attention_map.empty() ? RunFile{o.out_dir + "/attention.svg", "--out's attention.svg"}
+                                            : RunFile{o.attention_map, "--attention-map"});
+    return files;
+}
+
+// Whether `a` and `b` name the same existing file.
+bool same_file(const std::string& a, const std::string& b) {
+    std::error_code error;
+    return std::filesystem::equivalent(a, b, error);
+}
+
+// Makes --out a folder this run alone writes, and checks every output
+// before the first step (outputs.h): the lock, no earlier run's checkpoint
+// lost, no input overwritten, every file writable; then removes what
+// killed saves left behind.
+FolderLock prepare_outputs(const Options& o, bool& stale_best) {
+    std::error_code error;
+    std::filesystem::create_directories(o.out_dir, error);
+    if (error || !std::filesystem::is_directory(o.out_dir))
+        throw InputError("--out " + o.out_dir + ": cannot make it a directory" + (error ? ": " + error.message() : ""));
+    FolderLock lock = lock_folder(o.out_dir);
+    const std::string checkpoint = checkpoint_files(o)[0].path;
+    // A resumed run goes on writing its own folder's checkpoints (resumed
+    // from the latest or the best one); anything else there is another run's.
+    const bool own_folder =
+        !o.resume.empty() && (same_file(o.resume, checkpoint) || same_file(o.resume, checkpoint_files(o)[1].path));
+    if (std::filesystem::exists(checkpoint) && !own_folder && !o.overwrite)
+        throw InputError(checkpoint +
+                         " holds an earlier run, which this one would overwrite. Continue it with "
+                         "--resume " +
+                         checkpoint +
+                         ", write this run elsewhere with --out DIR, or pass --overwrite "
+                         "to replace it");
+    std::vector<RunFile> outputs = checkpoint_files(o), others = other_outputs(o);
+    outputs.insert(outputs.end(), others.begin(), others.end());
+    // An earlier run's best checkpoint goes when this run saves its first (loop.cpp).
+    stale_best = !own_folder && std::filesystem::exists(checkpoint_files(o)[1].path);
+    refuse_overlaps(outputs, {{o.data_path, "--data"}});
+    refuse_overlaps(others, {{o.resume, "--resume"}}); // the checkpoints replace it, whole, on purpose
+    for (const RunFile& file : outputs) check_writable(file.path, file.flag);
+    if (const int removed = remove_orphans(outputs); removed > 0)
+        std::cout << "removed " << removed << " temporary file" << (removed > 1 ? "s" : "")
+                  << " that interrupted saves left in " << o.out_dir << "\n";
+    return lock;
+}
+
 } // namespace
 
 Session start_session(Options o) {
@@ -80,6 +142,10 @@ Session start_session(Options o) {
         run = read_run(o.resume);
         o = resumed_options(o, run);
     }
+
+    if (run.next_step >= o.max_iters)
+        throw UsageError("the checkpoint already ran " + std::to_string(run.next_step) +
+                         " steps; pass a larger --max-iters to train longer");
 
     // ---- data ---------------------------------------------------------------------------
     std::string text = o.data_path.empty() ? default_corpus() : read_text_file(o.data_path);
@@ -113,8 +179,24 @@ Session start_session(Options o) {
     s.data = split_90_10(from_vector(vocab.encode(text)));
     check_split_lengths(s.data, o.model.block_size,
                         o.data_path.empty() ? "the generated play" : "--data " + o.data_path);
-    if (!o.attention_map.empty() && !has_attention(o.model.stage))
-        throw UsageError(std::string("--attention-map: the ") + stage_name(o.model.stage) + " model has no attention");
+    if (!o.attention_map.empty() && !has_attention(o.model))
+        throw UsageError(std::string("--attention-map: the ") + stage_name(o.model.stage) + " model" +
+                         (o.model.n_layer == 0 ? " with --n-layer 0" : "") + " has no attention");
+    if (!o.prompt.empty()) attention_prompt(o, vocab, ""); // its characters are in the vocabulary
+
+    // ---- outputs, prepared by rank 0 (the others wait for its answer) ---------------------
+    std::string problem;
+    if (distributed::get_rank() == 0) {
+        try {
+            s.lock = prepare_outputs(o, s.stale_best);
+        } catch (const std::runtime_error& e) {
+            problem = e.what();
+        }
+    }
+    if (distributed::all_reduce_mean(problem.empty() ? 0.0 : 1.0) > 0)
+        throw InputError(problem.empty() ? "rank 0 could not prepare --out " + o.out_dir : problem);
+    s.checkpoint = checkpoint_files(o)[0].path;
+    s.best_checkpoint = checkpoint_files(o)[1].path;
 
     // ---- model and optimiser (drawing from the seeded generator, as the lecture) --------
     manual_seed(o.seed);
@@ -124,16 +206,11 @@ Session start_session(Options o) {
     // Every rank built (or restored) the same weights from the same seed (or
     // file); rank 0's are copied to all the same, as DistributedDataParallel does.
     distributed::broadcast_parameters(*s.model);
-    std::error_code error;
-    std::filesystem::create_directories(o.out_dir, error);
-    if (error || !std::filesystem::is_directory(o.out_dir))
-        throw InputError("--out " + o.out_dir + ": cannot make it a directory" + (error ? ": " + error.message() : ""));
-    s.checkpoint = o.out_dir + "/train_gpt.safetensors";
+    if (!o.resume.empty() && same_file(o.resume, s.checkpoint)) s.saved_step = run.next_step;
+    for (const EvalRecord& e : run.evals) // the resumed run's evaluations so far
+        if (e.val_loss < s.best_val) s.best_val = e.val_loss, s.best_step = e.step;
 
     print_header(s, text.size());
-    if (run.next_step >= o.max_iters)
-        throw UsageError("the checkpoint already ran " + std::to_string(run.next_step) +
-                         " steps; pass a larger --max-iters to train longer");
     return s;
 }
 

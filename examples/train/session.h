@@ -7,6 +7,7 @@
 // tests/test_train_gpt.cpp (resume, errors); docs: docs/training.md.
 #pragma once
 
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -14,6 +15,7 @@
 
 #include "data.h"
 #include "options.h"
+#include "outputs.h"
 #include "run_state.h"
 
 namespace train {
@@ -23,8 +25,18 @@ struct Session {
     Splits data;  // the encoded text: 90% train, 10% val
     std::shared_ptr<ember::nn::Module> model;
     std::unique_ptr<ember::optim::AdamW> optimizer;
-    std::string checkpoint; // OUT/train_gpt.safetensors
+    std::string checkpoint;      // OUT/train_gpt.safetensors: the latest state, saved at each evaluation
+    std::string best_checkpoint; // OUT/train_gpt.best.safetensors: the state of the lowest val loss so far
+    FolderLock lock;             // --out is this run's until it ends (outputs.h; rank 0's)
+    int64_t saved_step = -1;     // the step the latest checkpoint holds (-1: none yet)
+    double best_val = INFINITY;  // the lowest val loss of the run so far, and its step
+    int64_t best_step = -1;
+    bool stale_best = false; // OUT's best checkpoint is an earlier run's (--overwrite): removed at the first save
 };
+
+// The checkpoints' file names in --out.
+inline constexpr const char* kCheckpointName = "train_gpt.safetensors";
+inline constexpr const char* kBestCheckpointName = "train_gpt.best.safetensors";
 
 // Everything before the first step, in this order: settings, data and its
 // checks, the memory the run needs against what the machine has (memory.h),

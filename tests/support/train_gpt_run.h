@@ -1,0 +1,37 @@
+// Starting train_gpt from a test as a user would, with a scratch folder
+// for its outputs: shared by test_train_gpt.cpp and test_train_gpt_files.cpp.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "process.h"
+
+namespace ember::testing {
+
+inline const std::string kProgram = std::string(EMBER_EXAMPLES_DIR) + "/train_gpt";
+
+// Runs train_gpt with `args` (a shell-quoted string): its exit status, and
+// stdout and stderr together in `out`.
+inline CommandResult run(const std::string& args) { return run_command(kProgram + " " + args + " 2>&1"); }
+
+// A fresh empty directory for one test's outputs.
+inline std::string scratch_dir(const std::string& name) {
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("ember_train_gpt_" + name + "_" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir.string();
+}
+
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+} // namespace ember::testing
