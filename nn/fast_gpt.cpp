@@ -97,8 +97,11 @@ Tensor CausalSelfAttention::attend(const Tensor& q, const Tensor& k, const Tenso
         // in one op that never stores them (docs/flash_attention.md). A plain
         // causal square is is_causal, which skips the blocks above the diagonal.
         const double p = is_training() ? attn_dropout->p : 0.0;
-        if (start == 0 && T == S) return scaled_dot_product_attention(q, k, v, Tensor(), p, /*is_causal=*/true);
-        return scaled_dot_product_attention(q, k, v, mask_rows(mask, start, T, S) == false, p);
+        Generator* generator = attn_dropout->generator.get(); // null: the default generator, as the Dropout's
+        if (start == 0 && T == S)
+            return scaled_dot_product_attention(q, k, v, Tensor(), p, /*is_causal=*/true, std::nullopt, generator);
+        return scaled_dot_product_attention(q, k, v, mask_rows(mask, start, T, S) == false, p, false, std::nullopt,
+                                            generator);
     }
     // The same by the unfused ops.
     Tensor att = (*attn_dropout)(weights(q, k, start));

@@ -57,11 +57,23 @@ std::string LayerNorm::extra_repr() const {
     return shape + ", eps=" + python_float(eps) + ", elementwise_affine=" + (weight.defined() ? "True" : "False");
 }
 
-Dropout::Dropout(double p_) : Module("Dropout"), p(p_) {
+Dropout::Dropout(double p_, std::shared_ptr<Generator> generator_)
+    : Module("Dropout"), p(p_), generator(std::move(generator_)) {
     if (!(p >= 0.0 && p <= 1.0)) fail<ValueError>("Dropout", "probability must be between 0 and 1, got ", p);
 }
 
-Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training()); }
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training(), generator.get()); }
+
+int set_dropout_generator(Module& model, std::shared_ptr<Generator> generator) {
+    int count = 0;
+    model.apply([&](Module& m) {
+        if (auto* d = dynamic_cast<Dropout*>(&m)) {
+            d->generator = generator;
+            ++count;
+        }
+    });
+    return count;
+}
 
 std::string Dropout::extra_repr() const { return "p=" + python_float(p) + ", inplace=False"; }
 

@@ -38,14 +38,24 @@ public:
 
 // Zeroes each element with probability p in training mode (scaling the rest
 // by 1/(1-p)); the identity in eval mode. Same masks as PyTorch's (builds
-// without MKL: docs/random.md).
+// without MKL: docs/random.md). The masks are drawn from `generator`, or
+// from the default generator when it is null (PyTorch's only choice): a
+// generator of its own gives a model the same masks whatever else draws
+// meanwhile, on this thread or another. set_dropout_generator gives one to
+// every Dropout of a model.
 class Dropout : public Module {
 public:
-    explicit Dropout(double p = 0.5);
+    explicit Dropout(double p = 0.5, std::shared_ptr<Generator> generator = nullptr);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
     const double p;
+    std::shared_ptr<Generator> generator;
 };
+
+// Sets `generator` (null: the default one again) on every Dropout in
+// `model`, itself included, and so on the attention dropout of the fast
+// model's fused path too. Returns how many it set.
+int set_dropout_generator(Module& model, std::shared_ptr<Generator> generator);
 
 class ReLU : public Module {
 public:

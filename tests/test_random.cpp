@@ -164,6 +164,70 @@ TEST_CASE("threads sharing the default generator draw the stream's numbers, none
     check([](int64_t n) { return dropout(ones({n}), 0.5, true); });
 }
 
+namespace {
+
+// Five AdamW steps of `model` with dropout on fixed batches drawn from
+// `gen`; the losses. Nothing here draws from the default generator.
+std::vector<float> train_steps(nn::Module& model, Generator& gen) {
+    optim::AdamW optimizer(model.parameters(), {.lr = 1e-2});
+    std::vector<float> losses;
+    for (int step = 0; step < 5; ++step) {
+        Tensor x = randint(0, 20, {2, 8}, {}, &gen), y = randint(0, 20, {2, 8}, {}, &gen);
+        Tensor logits = model.forward(x);
+        Tensor loss = cross_entropy(logits.view({-1, 20}), y.view({-1}));
+        optimizer.zero_grad();
+        loss.backward();
+        optimizer.step();
+        losses.push_back(loss.item<float>());
+    }
+    return losses;
+}
+
+// A small GPT of each kind, with dropout 0.2 drawn from a generator of its own.
+std::shared_ptr<nn::Module> small_gpt(bool fast, uint64_t seed) {
+    manual_seed(seed); // the weights: drawn here, on one thread
+    std::shared_ptr<nn::Module> model;
+    if (fast)
+        model = std::make_shared<nn::fast::GPT>(nn::fast::GPTConfig{
+            .vocab_size = 20, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 2, .dropout = 0.2});
+    else
+        model = std::make_shared<nn::GPTLanguageModel>(
+            nn::GPTConfig{.vocab_size = 20, .block_size = 8, .n_embd = 16, .n_head = 2, .n_layer = 2, .dropout = 0.2});
+    CHECK(nn::set_dropout_generator(*model, std::make_shared<Generator>(seed + 100)) > 0);
+    return model;
+}
+
+} // namespace
+
+TEST_CASE("GPTs whose dropout has a generator of its own train alike alone and side by side", "[random][threads]") {
+    // Two GPTs with dropout trained in two std::threads crashed (the shared
+    // generator, unlocked); with a generator each for batches and masks,
+    // each thread's losses are the ones it gets alone, bit for bit.
+    std::vector<std::vector<float>> alone, together(2);
+    for (int i = 0; i < 2; ++i) {
+        auto model = small_gpt(i == 0, 10 + i);
+        Generator batches(20 + i);
+        alone.push_back(train_steps(*model, batches));
+    }
+    std::vector<std::shared_ptr<nn::Module>> models = {small_gpt(true, 10), small_gpt(false, 11)};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 2; ++i)
+        threads.emplace_back([&, i] {
+            Generator batches(20 + i);
+            together[i] = train_steps(*models[i], batches);
+        });
+    for (auto& t : threads) t.join();
+    CHECK(together[0] == alone[0]);
+    CHECK(together[1] == alone[1]);
+    CHECK(alone[0] != alone[1]);
+    // The masks came from the models' own generators: set back to the
+    // default one, the same steps give other losses.
+    auto model = small_gpt(true, 10);
+    CHECK(nn::set_dropout_generator(*model, nullptr) > 0);
+    Generator batches(20);
+    CHECK(train_steps(*model, batches) != alone[0]);
+}
+
 TEST_CASE("a copied Generator continues the same stream on its own", "[random]") {
     Generator a(3);
     a.random();

@@ -88,20 +88,30 @@ bool sums_leading_rows(const Tensor& x, const ReduceGeometry& g) {
     return kept_extent <= reduced_stride;
 }
 
+// The fast kernel's column sum of cx into out, where it is built and on;
+// false otherwise. A template so that the reference build, where `built` is
+// false, never instantiates the call (at -O0 the lambda below would still be
+// compiled, and fast::column_sum is not in that build).
+template <bool built = kFastKernelsBuilt>
+bool column_sum_fast(const Tensor& cx, const ReduceGeometry& g, const Tensor& out) {
+    if constexpr (built) {
+        if (!use_fast_kernels()) return false;
+        dispatch_floating(cx.dtype(), "sum", [&]<typename T>(TypeTag<T>) {
+            fast::column_sum(data_of<T>(cx), g.inner, g.outer, out.data_ptr<T>());
+        });
+        return true;
+    } else {
+        return false;
+    }
+}
+
 // The sum over `dims` in `dtype`. The geometry is taken from the tensor the
 // loop reads (a converted copy has its own strides).
 Tensor sum_in(const Tensor& x, const Shape& dims, bool keepdim, DType dtype) {
     Tensor cx = converted(x, dtype);
     ReduceGeometry g = reduce_geometry(cx, dims, keepdim, "sum");
     Tensor out = empty_for("sum", g.out_shape, dtype);
-    if constexpr (kFastKernelsBuilt) {
-        if (is_floating(dtype) && sums_leading_rows(cx, g) && use_fast_kernels()) {
-            dispatch_floating(dtype, "sum", [&]<typename T>(TypeTag<T>) {
-                fast::column_sum(data_of<T>(cx), g.inner, g.outer, out.data_ptr<T>());
-            });
-            return out;
-        }
-    }
+    if (is_floating(dtype) && sums_leading_rows(cx, g) && column_sum_fast(cx, g, out)) return out;
     dispatch_numeric(dtype, "sum", [&]<typename T>(TypeTag<T>) {
         using Acc = SumAcc<T>;
         T* o = out.data_ptr<T>();
