@@ -2,6 +2,7 @@
 #include "memory.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -59,6 +60,11 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t batch_size, double 
         m.activations = 4 * (L * (13 * btc + 1.25 * att) + dropout * L * 1.25 * att + 2 * btv + 9 * btc);
     }
     m.data = 17 * text_bytes; // the text, its ids as a std::vector and as a tensor (8 bytes each)
+    // clip_grad_norm_ measures each gradient in float64: a copy and its
+    // square, 16 bytes per element, of one parameter at a time. The largest
+    // is the bigram's table, else an MLP's (4C,C), the fast model's c_attn
+    // (3C,C), an embedding or lm_head: bounded by the largest of those.
+    m.clipping = 16 * (c.stage == Stage::Bigram ? V * V : std::max({4 * C * C, V * C, T * C}));
     return m;
 }
 
@@ -126,16 +132,29 @@ std::optional<MemoryLimit> available_memory(const std::string& root) {
 }
 
 std::string memory_problem(const MemoryEstimate& need, const std::optional<MemoryLimit>& limit,
-                           const std::string& shrink) {
-    if (!limit || need.total() <= limit->bytes) return "";
+                           const std::string& shrink, int processes) {
+    if (!limit || processes * need.total() <= limit->bytes) return "";
     std::string parts;
     for (const auto& [bytes, what] :
          {std::pair{need.parameters, "parameters, gradients and AdamW state "},
           std::pair{need.buffers, "attention masks "}, std::pair{need.activations, "activations of a batch "},
-          std::pair{need.data, "the text "}})
+          std::pair{need.data, "the text "}, std::pair{need.clipping, "measuring the gradients' norm "}})
         if (bytes > 0) parts += (parts.empty() ? "" : ", ") + std::string(what) + human_bytes(bytes);
-    return "this run needs about " + human_bytes(need.total()) + " of memory (" + parts + "), but only " +
-           human_bytes(limit->bytes) + " is available (" + limit->source + "); use a smaller " + shrink;
+    const std::string who = processes == 1 ? "this run needs about " + human_bytes(need.total())
+                                           : "the " + std::to_string(processes) +
+                                                 " processes of this run on this machine need about " +
+                                                 human_bytes(processes * need.total()) + ", each";
+    return who + " " + (processes == 1 ? "" : human_bytes(need.total()) + " ") + "of memory (" + parts +
+           "), but only " + human_bytes(limit->bytes) + " is available (" + limit->source + "); use a smaller " +
+           shrink;
+}
+
+int processes_on_this_machine() {
+    const int world = ember::distributed::get_world_size();
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (local == nullptr) return world;
+    const int n = std::atoi(local);
+    return n >= 1 && n <= world ? n : world;
 }
 
 } // namespace train

@@ -21,7 +21,8 @@ struct MemoryEstimate {
     double buffers = 0;     // the attention masks
     double activations = 0; // what one training step keeps for backward, at its peak
     double data = 0;        // the text: its bytes and its encoded int64 ids
-    double total() const { return parameters + buffers + activations + data; }
+    double clipping = 0;    // clip_grad_norm_'s float64 copy of the largest gradient, and its square
+    double total() const { return parameters + buffers + activations + data + clipping; }
 };
 
 // The number of parameters make_model(config) would build, counted without
@@ -29,7 +30,9 @@ struct MemoryEstimate {
 double count_parameters(const ModelConfig& config);
 
 // The memory of training `config` with AdamW on batches of batch_size x
-// block_size tokens from a text of text_bytes characters.
+// block_size tokens from a text of text_bytes characters, measuring the
+// gradients' norm every step (clip_grad_norm_, as train_gpt and train_tasks
+// do, clipping or not).
 MemoryEstimate estimate_memory(const ModelConfig& config, int64_t batch_size, double text_bytes);
 
 // The memory this process may still use, and where that number comes from.
@@ -43,9 +46,14 @@ struct MemoryLimit {
 // under `root` (tests point it at a fake tree). Nothing if neither is readable.
 std::optional<MemoryLimit> available_memory(const std::string& root = "");
 
-// Empty if `need` fits in `limit`; otherwise the message that refuses the
-// run, with both numbers and the flags to lower (`shrink`).
+// Empty if `processes` times `need` (each process's: mpirun -np N on one
+// machine) fits in `limit`; otherwise the message that refuses the run,
+// with the numbers and the flags to lower (`shrink`).
 std::string memory_problem(const MemoryEstimate& need, const std::optional<MemoryLimit>& limit,
-                           const std::string& shrink);
+                           const std::string& shrink, int processes = 1);
+
+// How many processes of this mpirun share this machine: Open MPI's
+// OMPI_COMM_WORLD_LOCAL_SIZE, else all of them (the world size).
+int processes_on_this_machine();
 
 } // namespace train

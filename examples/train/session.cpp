@@ -165,7 +165,8 @@ Session start_session(Options o) {
     // (per process: its share of the batch).
     MemoryEstimate need = estimate_memory(o.model, o.batch_size / world, static_cast<double>(text.size()));
     std::string too_large =
-        memory_problem(need, available_memory(), "--n-embd, --n-layer, --batch-size or --block-size");
+        memory_problem(need, available_memory(), "--n-embd, --n-layer, --batch-size or --block-size",
+                       processes_on_this_machine());
     if (!too_large.empty()) throw UsageError(too_large);
     if (!o.resume.empty()) {
         if (fingerprint(text) != run.data_fingerprint || vocab.chars() != run.vocab.chars())
