@@ -13,6 +13,7 @@
 #include <csignal>
 #include <filesystem>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -292,6 +293,43 @@ TEST_CASE("SIGTERM and SIGHUP save as Ctrl-C does; Ctrl-C stops an evaluation", 
         CHECK(read_file(log).find("nothing new to save") != std::string::npos);
         fs::remove_all(dir);
     }
+}
+
+TEST_CASE("hostile input files are refused in under a second", "[train_gpt][files]") {
+    // A FIFO or /dev/zero hung and grew memory; 8 GB of zeros given to
+    // --resume was read whole first.
+    std::string dir = scratch_dir("hostile");
+    const std::string fifo = dir + "/fifo", zeros = dir + "/zeros", huge = dir + "/huge";
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    auto sparse = [](const std::string& path, int64_t bytes) { // zeros that take no disk space
+        std::ofstream out(path, std::ios::binary);
+        out.seekp(bytes - 1);
+        out.put('\0');
+    };
+    sparse(zeros, int64_t{200} << 20);
+    sparse(huge, int64_t{8} << 30);
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"--data " + fifo, "is not a regular file"},
+        {"--data /dev/zero", "is not a regular file"},
+        {"--data " + zeros, "is not text: it holds a NUL byte at offset 0"},
+        {"--data " + huge, "(17 bytes per character), but only"}, // on a machine of less than 136 GB
+        {"--resume " + fifo, "not a regular file"},
+        {"--resume /dev/zero", "not a regular file"},
+        {"--resume " + huge, "the header does not start with '{'"},
+        {"--resume " + dir + "/missing", "No such file or directory"},
+        {"--sample-only " + huge, "the header does not start with '{'"},
+    };
+    for (const auto& [args, words] : cases) {
+        const auto begin = std::chrono::steady_clock::now();
+        CommandResult r = run(args + " --out " + dir + "/out");
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        INFO(args << ": " << r.out);
+        CHECK(r.status == 2);
+        const bool roomy = r.out.find("NUL byte at offset 0") != std::string::npos; // more memory than 17 x 8 GB
+        CHECK((r.out.find(words) != std::string::npos || (args == "--data " + huge && roomy)));
+        CHECK(seconds < 1.0);
+    }
+    fs::remove_all(dir);
 }
 
 TEST_CASE("every setting read from a checkpoint is checked as its flag is", "[train_gpt][files]") {

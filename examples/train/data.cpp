@@ -8,6 +8,9 @@
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
+#include <vector>
+
+#include "memory.h"
 
 namespace train {
 
@@ -21,12 +24,30 @@ std::string read_text_file(const std::string& path, const std::string& flag) {
     if (::stat(path.c_str(), &info) != 0) throw InputError(name + ": cannot read it: " + std::strerror(errno));
     if (S_ISDIR(info.st_mode)) throw InputError(name + " is a directory; give a text file");
     if (!S_ISREG(info.st_mode)) throw InputError(name + " is not a regular file; give a text file");
+    // Its size against the memory a run keeps for a text (memory.h: 17
+    // bytes per character) before a byte is read.
+    const double need = 17.0 * static_cast<double>(info.st_size);
+    if (const auto limit = available_memory(); limit && need > limit->bytes)
+        throw InputError(name + " is " + ember::human_bytes(static_cast<double>(info.st_size)) +
+                         ": training on it needs about " + ember::human_bytes(need) +
+                         " (17 bytes per character), but only " + ember::human_bytes(limit->bytes) + " is available (" +
+                         limit->source + ")");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(name + ": cannot read it: " + std::strerror(errno));
-    std::stringstream buffer;
-    buffer << in.rdbuf();
+    // Read in pieces, each checked for a NUL byte as it comes: a binary file
+    // (8 GB of zeros) is refused after its first piece, not its last.
+    std::string text;
+    std::vector<char> piece(1 << 20);
+    while (in.read(piece.data(), static_cast<std::streamsize>(piece.size())) || in.gcount() > 0) {
+        const size_t n = static_cast<size_t>(in.gcount());
+        if (const void* nul = std::memchr(piece.data(), '\0', n))
+            throw InputError(
+                name + " is not text: it holds a NUL byte at offset " +
+                std::to_string(text.size() + static_cast<size_t>(static_cast<const char*>(nul) - piece.data())) +
+                " (a binary file?)");
+        text.append(piece.data(), n);
+    }
     if (in.bad()) throw InputError(name + ": cannot read it: " + std::strerror(errno));
-    std::string text = buffer.str();
     if (text.empty()) throw InputError(name + " is empty");
     check_text(text, name);
     return text;
