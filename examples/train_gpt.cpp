@@ -46,7 +46,6 @@ int train_loop(Session& s) {
     const int64_t first_step = s.run.next_step;
     Progress progress(o.max_iters, o.batch_size * o.model.block_size, isatty(fileno(stdout)) != 0,
                       std::max<int64_t>(1, o.eval_interval / 5));
-    catch_interrupts();
     double exchange_seconds = 0; // in the all-reduce of gradients and loss, over all steps
     model.train();
     for (int64_t step = first_step; step < o.max_iters; ++step) {
@@ -89,6 +88,7 @@ Outcome run(int argc, char** argv) {
             sample_only(o);
             return outcome;
         }
+        catch_interrupts();           // from here a signal stops the run where it can save (guard.h)
         Session s = start_session(o); // prints the header: data, model, expected starting loss
         if (o.summary) {
             // One batch's shape through the model: torchinfo's table (nn/summary.h).
@@ -146,6 +146,10 @@ int main(int argc, char** argv) {
         }
         if (rank == 0) std::fprintf(stderr, "train_gpt: %s\n", outcome.message.c_str());
     }
+    // Every rank waits for rank 0's last writes (a checkpoint after a
+    // signal, losses.csv after a divergence): mpirun ends the others as
+    // soon as one rank exits with a status other than 0.
+    if (world > 1) distributed::barrier();
     distributed::destroy_process_group();
     return outcome.status;
 }

@@ -8,11 +8,15 @@
 // docs/distributed.md.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 #include "check.h"
@@ -197,6 +201,84 @@ TEST_CASE("under mpirun a batch that does not split into equal shares is refused
     INFO(r.out);
     CHECK(r.status != 0);
     CHECK(r.out.find("--batch-size 33 must be divisible by the 2 processes") != std::string::npos);
+    fs::remove_all(dir);
+#endif
+}
+
+TEST_CASE("ranks given other flags or other copies of a checkpoint are refused, naming the rank",
+          "[distributed][mpi][errors]") {
+    // Both trained silently wrong, or hung after rank 0 printed final:.
+    if (skip_without_mpi()) return;
+#ifdef EMBER_MPIRUN
+    std::string a = scratch_dir("copy_a"), b = scratch_dir("copy_b"), out = scratch_dir("copy_out");
+    const std::string run = kTrainGpt + " --max-iters 10 --eval-interval 5 --eval-iters 1 --sample-tokens 5 --out ";
+    // mpirun's MPMD form, "-np 1 A : -np 1 B": rank 0 runs A, rank 1 B.
+    CommandResult r = run_command(mpirun(1, run + out + " --lr 1e-3 : -np 1 " + run + out + " --lr 2e-3"));
+    INFO(r.out);
+    CHECK(r.status == 2);
+    CHECK(r.out.find("rank 1 of 2 differ from rank 0 in their settings") != std::string::npos);
+    CHECK(r.out.find("step 0:") == std::string::npos);
+    // Two copies of one run's checkpoint, one of them trained 2 steps more.
+    REQUIRE(run_command(kTrainGpt + " --max-iters 10 --eval-interval 5 --eval-iters 1 --sample-tokens 5 --out " + a)
+                .status == 0);
+    fs::copy_file(a + "/train_gpt.safetensors", b + "/train_gpt.safetensors");
+    REQUIRE(
+        run_command(kTrainGpt + " --resume " + b + "/train_gpt.safetensors --max-iters 12 --sample-tokens 5").status ==
+        0);
+    const std::string resume = " --max-iters 20 --sample-tokens 5 --overwrite --out " + out;
+    r = run_command(mpirun(1, kTrainGpt + " --resume " + a + "/train_gpt.safetensors" + resume + " : -np 1 " +
+                                  kTrainGpt + " --resume " + b + "/train_gpt.safetensors" + resume));
+    INFO(r.out);
+    CHECK(r.status == 2);
+    CHECK(r.out.find("rank 1 of 2 resume from another state than rank 0") != std::string::npos);
+    fs::remove_all(a);
+    fs::remove_all(b);
+    fs::remove_all(out);
+#endif
+}
+
+TEST_CASE("SIGUSR1 to mpirun stops every rank after a step, saved; the run resumes", "[distributed][mpi]") {
+    // Ctrl-C makes Open MPI's mpirun send SIGTERM to the ranks and SIGKILL
+    // a second later (odls_base_sigkill_timeout): a run whose step and save
+    // take longer loses its steps since the last evaluation. SIGUSR1 it
+    // forwards and nothing else: the ranks agree on the step, rank 0 saves,
+    // and all exit 128 + 10.
+    if (skip_without_mpi()) return;
+#ifdef EMBER_MPIRUN
+    std::string dir = scratch_dir("usr1");
+    const std::string log = dir + "/log.txt";
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // mpirun(...) is "VARS=... mpirun ... 2>&1": exec'd through env, its output to the log.
+        std::string command = mpirun(2, kTrainGpt + " --max-iters 100000 --eval-interval 1000 --out " + dir + "/out");
+        command = "exec env " + command.substr(0, command.rfind(" 2>&1")) + " > " + log + " 2>&1";
+        execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+        _exit(98);
+    }
+    bool started = false;
+    for (int i = 0; i < 1200 && !started; ++i) {
+        started = read_file(log).find("step 0:") != std::string::npos;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    REQUIRE(started);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    kill(child, SIGUSR1); // the shell exec'd mpirun: this is mpirun
+    int status = 0;
+    waitpid(child, &status, 0);
+    const std::string printed = read_file(log);
+    INFO(printed);
+    CHECK(printed.find("to stop and save: kill -USR1 " + std::to_string(child)) != std::string::npos); // the header
+    CHECK(printed.find("stopped by SIGUSR1 after step ") != std::string::npos);
+    CHECK(printed.find("checkpoint saved to " + dir + "/out/train_gpt.safetensors") != std::string::npos);
+    const size_t at = printed.find("stopped by SIGUSR1 after step ") + 30;
+    const int64_t last = std::stoll(printed.substr(at));
+    CommandResult resumed =
+        run_command(mpirun(2, kTrainGpt + " --resume " + dir + "/out/train_gpt.safetensors" + " --max-iters " +
+                                  std::to_string(last + 3) + " --sample-tokens 5"));
+    INFO(resumed.out);
+    CHECK(resumed.status == 0);
+    CHECK(resumed.out.find("resuming at step " + std::to_string(last + 1)) != std::string::npos);
     fs::remove_all(dir);
 #endif
 }

@@ -23,9 +23,12 @@ std::atomic<int> stop_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 
 extern "C" void on_stop_signal(int signal) {
-    // A second signal while the first is being handled (a save to a slow
-    // disk, a long evaluation) ends the process at once, as if uncaught.
-    if (stop_signal.exchange(signal) != 0) {
+    // The same signal again while the first is being handled (a save to a
+    // slow disk, a long evaluation) ends the process at once, as if
+    // uncaught. Another signal is the same request (mpirun follows the
+    // terminal's SIGINT with a SIGTERM of its own).
+    const int first = stop_signal.exchange(signal);
+    if (first == signal) {
         std::signal(signal, SIG_DFL);
         std::raise(signal);
     }
@@ -34,7 +37,7 @@ extern "C" void on_stop_signal(int signal) {
 } // namespace
 
 void catch_interrupts() {
-    for (int signal : {SIGINT, SIGTERM, SIGHUP}) std::signal(signal, on_stop_signal);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) std::signal(signal, on_stop_signal);
 }
 
 bool interrupt_requested() { return stop_signal != 0; }
@@ -42,7 +45,10 @@ bool interrupt_requested() { return stop_signal != 0; }
 int interrupt_signal() { return stop_signal; }
 
 const char* signal_name(int signal) {
-    return signal == SIGTERM ? "SIGTERM" : signal == SIGHUP ? "SIGHUP" : "Ctrl-C (SIGINT)";
+    return signal == SIGTERM   ? "SIGTERM"
+           : signal == SIGHUP  ? "SIGHUP"
+           : signal == SIGUSR1 ? "SIGUSR1"
+                               : "Ctrl-C (SIGINT)";
 }
 
 std::string divergence_message(int64_t step, double loss, double grad_norm, double lr, double max_grad_norm) {

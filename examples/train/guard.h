@@ -42,15 +42,17 @@ inline bool finite_step(double loss, double grad_norm, double max_grad_norm) {
 std::string divergence_message(int64_t step, double loss, double grad_norm, double lr, double max_grad_norm);
 
 // Ctrl-C, and the signals a system sends to stop a program: after
-// catch_interrupts(), SIGINT, SIGTERM (kill, a shutdown) and SIGHUP (a
-// closed terminal) only set a flag, which interrupt_requested() reads; the
-// loop (and an evaluation under way) stops at the next batch, saves a
-// checkpoint and exits with 128 + the signal's number (130 for Ctrl-C). A
-// second signal before that ends the process at once, without saving.
+// catch_interrupts(), SIGINT, SIGTERM (kill, a shutdown), SIGHUP (a closed
+// terminal) and SIGUSR1 (which mpirun forwards to every rank without
+// killing them: docs/distributed.md) only set a flag, which
+// interrupt_requested() reads; the loop (and an evaluation under way) stops
+// at the next batch, saves a checkpoint and exits with 128 + the signal's
+// number (130 for Ctrl-C). The same signal a second time before that ends
+// the process at once, without saving.
 void catch_interrupts();
 bool interrupt_requested();
 int interrupt_signal();              // the first signal received, or 0
-const char* signal_name(int signal); // "Ctrl-C (SIGINT)", "SIGTERM", "SIGHUP"
+const char* signal_name(int signal); // "Ctrl-C (SIGINT)", "SIGTERM", "SIGHUP", "SIGUSR1"
 
 // Throws DivergedError naming the first tensor of `state` that holds a NaN
 // or an infinity, and `what` the state is for ("the checkpoint").

@@ -51,6 +51,15 @@ int unsaved_end(const Session& s) {
     return 4;
 }
 
+// When a result file (losses.csv, a picture, the sample) cannot be
+// written at the end (a full disk): what happened, and status 4. The
+// checkpoint was saved before.
+int unwritten_results(const Session& s, const std::exception& e) {
+    std::fprintf(stderr, "train_gpt: %s; the checkpoint %s is saved (step %lld)\n", e.what(), s.checkpoint.c_str(),
+                 static_cast<long long>(s.saved_step));
+    return 4;
+}
+
 } // namespace
 
 int evaluate(Session& s, int64_t step, int64_t first_step, Progress& progress, EvalRecord* estimate) {
@@ -158,7 +167,11 @@ int finish_run(Session& s, Progress& progress, int64_t first_step, double exchan
     EvalRecord final_estimate{};
     if (const int stop = evaluate(s, o.max_iters, first_step, progress, &final_estimate); stop != 0) return stop;
     const bool writer = distributed::get_rank() == 0;
-    if (writer) write_losses_csv(o.out_dir + "/losses.csv", s.run);
+    try {
+        if (writer) write_losses_csv(o.out_dir + "/losses.csv", s.run);
+    } catch (const std::runtime_error& e) {
+        return unwritten_results(s, e);
+    }
     if (const int world = distributed::get_world_size(); world > 1) {
         // What the ranks exchanged: every gradient, as float32, each step (docs/distributed.md).
         const double steps = static_cast<double>(o.max_iters - first_step);
@@ -166,7 +179,11 @@ int finish_run(Session& s, Progress& progress, int64_t first_step, double exchan
         std::cout << format("all-reduce: %.2f ms per step, of %.2f MB of gradients; each rank sent %.2f MB a step\n",
                             1e3 * exchange_seconds / steps, bytes / 1e6, 2.0 * (world - 1) / world * bytes / 1e6);
     }
-    if (writer) write_results(s, final_estimate.train_loss, final_estimate.val_loss, progress.tokens_per_second());
+    try {
+        if (writer) write_results(s, final_estimate.train_loss, final_estimate.val_loss, progress.tokens_per_second());
+    } catch (const std::runtime_error& e) {
+        return unwritten_results(s, e);
+    }
     return 0;
 }
 

@@ -71,8 +71,11 @@ FolderLock lock_folder(const std::string& dir) {
     const std::time_t now = std::time(nullptr);
     std::strftime(since, sizeof since, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
     const std::string text = std::to_string(::getpid()) + " " + since + "\n";
-    if (::ftruncate(lock.fd_, 0) != 0 || ::write(lock.fd_, text.data(), text.size()) != ssize_t(text.size()))
-        throw InputError("--out " + dir + ": cannot write its lock file: " + std::strerror(errno));
+    // Who holds it, for a second run's message: best effort (the lock holds
+    // without it, and a full disk must not stop the run here).
+    if (::ftruncate(lock.fd_, 0) == 0 && ::write(lock.fd_, text.data(), text.size()) < 0) {
+        // nothing to do: the holder will be named "another process"
+    }
     return lock;
 }
 

@@ -127,30 +127,41 @@ std::string kept_checkpoints(const Session& s, int64_t first_step) {
            s.checkpoint + ", if there is one from an earlier run, is unchanged";
 }
 
+// Writes losses.csv for a run that stops; says where its losses are, or, if
+// the file cannot be written (a full disk), why not: the stop's own
+// explanation must not be lost to a second failure.
+std::string losses_kept(const Session& s) {
+    const std::string path = s.run.options.out_dir + "/losses.csv";
+    try {
+        write_losses_csv(path, s.run);
+        return "The losses of the steps before are in " + path + ".";
+    } catch (const std::exception& e) {
+        return "The losses of the steps before could not be written: " + std::string(e.what()) + ".";
+    }
+}
+
 } // namespace
 
 int stop_diverged(const Session& s, int64_t step, int64_t first_step, double loss, double grad_norm) {
     const Options& o = s.run.options;
     if (distributed::get_rank() != 0) return 3; // every rank stops; rank 0 writes and tells
-    write_losses_csv(o.out_dir + "/losses.csv", s.run);
-    std::fprintf(stderr, "train_gpt: %s\n%s.\nThe losses of the steps before are in %s/losses.csv.\n",
+    std::fprintf(stderr, "train_gpt: %s\n%s.\n%s\n",
                  divergence_message(step, loss, grad_norm, o.lr, o.max_grad_norm).c_str(),
-                 kept_checkpoints(s, first_step).c_str(), o.out_dir.c_str());
+                 kept_checkpoints(s, first_step).c_str(), losses_kept(s).c_str());
     return 3;
 }
 
 int stop_val_rising(const Session& s, int64_t step, int64_t first_step, double val_loss) {
     const Options& o = s.run.options;
     if (distributed::get_rank() != 0) return 3;
-    write_losses_csv(o.out_dir + "/losses.csv", s.run);
     std::fprintf(stderr,
                  "train_gpt: stopped at step %lld: the val loss rose to %s, more than %g times its lowest, %.4f at "
                  "step %lld (--divergence-ratio %g). The usual cause is a learning rate too high for the model "
                  "(--lr %g): the weights are moving away from what they had learnt. Nothing of this state was "
-                 "saved.\n%s.\nThe losses of the steps before are in %s/losses.csv.\n",
+                 "saved.\n%s.\n%s\n",
                  static_cast<long long>(step), std::isnan(val_loss) ? "nan" : format("%.4f", val_loss).c_str(),
                  o.divergence_ratio, s.best_val, static_cast<long long>(s.best_step), o.divergence_ratio, o.lr,
-                 kept_checkpoints(s, first_step).c_str(), o.out_dir.c_str());
+                 kept_checkpoints(s, first_step).c_str(), losses_kept(s).c_str());
     return 3;
 }
 

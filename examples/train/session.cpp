@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 #include "corpus.h"
 #include "memory.h"
@@ -60,6 +61,16 @@ std::string model_line(const ModelConfig& m) {
            "classes)";
 }
 
+// The process id of mpirun, when it is this rank's parent (one machine),
+// else a description of where to find it.
+std::string mpirun_pid() {
+    const std::string parent = std::to_string(::getppid());
+    std::ifstream comm("/proc/" + parent + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    return name == "mpirun" || name == "mpiexec" || name == "orterun" ? parent : "<mpirun's process id>";
+}
+
 void print_header(const Session& s, size_t text_chars) {
     const Options& o = s.run.options;
     const int64_t vocab_size = s.run.vocab.size();
@@ -70,9 +81,13 @@ void print_header(const Session& s, size_t text_chars) {
               << model_line(o.model) << "\n";
     std::cout << "expected starting loss ln(" << vocab_size << ") = " << format("%.4f", std::log(double(vocab_size)))
               << "\n";
-    if (const int world = distributed::get_world_size(); world > 1)
+    if (const int world = distributed::get_world_size(); world > 1) {
         std::cout << "processes: " << world << " (mpirun), each computing " << o.batch_size / world
                   << " rows of every batch of " << o.batch_size << "\n";
+        // Ctrl-C makes mpirun kill the ranks a second after asking them to
+        // save; SIGUSR1 it only forwards (docs/distributed.md).
+        std::cout << "to stop and save: kill -USR1 " << mpirun_pid() << " (Ctrl-C saves only what a second allows)\n";
+    }
     if (s.run.next_step > 0) std::cout << "resuming at step " << s.run.next_step << " from " << o.resume << "\n";
     std::cout << std::flush; // a log file shows the header before the first, possibly slow, evaluation
 }
@@ -133,6 +148,78 @@ FolderLock prepare_outputs(const Options& o, bool& stale_best) {
     return lock;
 }
 
+// Under mpirun: the ranks whose `value` differs from rank 0's (none with one
+// process). all_reduce_mean carries doubles, so the value travels in 16-bit
+// pieces, which a double holds exactly, summed with zeros from the others.
+std::vector<int> ranks_differing_from_rank_0(uint64_t value) {
+    const int world = distributed::get_world_size(), rank = distributed::get_rank();
+    if (world == 1) return {};
+    bool differs = false;
+    for (int piece = 0; piece < 4; ++piece) {
+        const double mine = static_cast<double>((value >> (16 * piece)) & 0xFFFF);
+        const double rank0 = world * distributed::all_reduce_mean(rank == 0 ? mine : 0.0);
+        differs = differs || std::llround(rank0) != std::llround(mine);
+    }
+    std::vector<int> ranks;
+    for (int r = 1; r < world; ++r)
+        if (distributed::all_reduce_mean(r == rank && differs ? 1.0 : 0.0) > 0) ranks.push_back(r);
+    return ranks;
+}
+
+// Under mpirun, every rank must run the same run: different flags, or
+// different copies of a checkpoint, trained silently wrong or hung at the
+// end. The checks below refuse them; every rank finds the same answer and
+// throws alike (rank 0 prints it).
+
+// What every rank must share: the settings that shape training...
+uint64_t settings_fingerprint(const Options& o) {
+    const ModelConfig& m = o.model;
+    return fingerprint(
+        format("%s %s %lld %lld %lld %lld %lld %.17g %lld %.17g %.17g %lld %lld %lld %llu %.17g", stage_name(m.stage),
+               kind_name(m.kind), static_cast<long long>(m.vocab_size), static_cast<long long>(m.block_size),
+               static_cast<long long>(m.n_embd), static_cast<long long>(m.n_head), static_cast<long long>(m.n_layer),
+               m.dropout, static_cast<long long>(o.batch_size), o.lr, o.max_grad_norm,
+               static_cast<long long>(o.max_iters), static_cast<long long>(o.eval_interval),
+               static_cast<long long>(o.eval_iters), static_cast<unsigned long long>(o.seed), o.divergence_ratio));
+}
+
+// ... and the state they start from: the step, the losses so far, the
+// generator (another copy of a checkpoint differs in one of them) and AdamW's.
+uint64_t state_fingerprint(const Session& s) {
+    std::string bytes = std::to_string(s.run.next_step);
+    const std::vector<uint8_t> rng = default_generator().get_state();
+    bytes.append(reinterpret_cast<const char*>(rng.data()), rng.size());
+    bytes.append(reinterpret_cast<const char*>(s.run.step_losses.data()), s.run.step_losses.size() * sizeof(double));
+    for (const auto& [name, t] : s.optimizer->state_dict()) {
+        const Tensor c = t.contiguous();
+        bytes += name;
+        bytes.append(static_cast<const char*>(c.storage()->data()) + c.storage_offset() * element_size(c.dtype()),
+                     static_cast<size_t>(c.numel()) * element_size(c.dtype()));
+    }
+    return fingerprint(bytes);
+}
+
+// "rank 2" or "ranks 1, 3".
+std::string named(const std::vector<int>& ranks) {
+    std::string text;
+    for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+    return (ranks.size() == 1 ? "rank " : "ranks ") + text;
+}
+
+void require_same_settings(const Options& o) {
+    if (auto ranks = ranks_differing_from_rank_0(settings_fingerprint(o)); !ranks.empty())
+        throw UsageError(named(ranks) + " of " + std::to_string(distributed::get_world_size()) +
+                         " differ from rank 0 in their settings (flags such as --lr or --max-iters, or the "
+                         "checkpoint's): every rank of mpirun must be given the same");
+}
+
+void require_same_state(const Session& s) {
+    if (auto ranks = ranks_differing_from_rank_0(state_fingerprint(s)); !ranks.empty())
+        throw InputError(named(ranks) + " of " + std::to_string(distributed::get_world_size()) +
+                         " resume from another state than rank 0 (another copy of the checkpoint: its step, "
+                         "losses, generator or AdamW state differ): give every rank the same file");
+}
+
 } // namespace
 
 Session start_session(Options o) {
@@ -185,6 +272,8 @@ Session start_session(Options o) {
                          (o.model.n_layer == 0 ? " with --n-layer 0" : "") + " has no attention");
     if (!o.prompt.empty()) attention_prompt(o, vocab, ""); // its characters are in the vocabulary
 
+    require_same_settings(o); // under mpirun
+
     // ---- outputs, prepared by rank 0 (the others wait for its answer) ---------------------
     std::string problem;
     if (distributed::get_rank() == 0) {
@@ -207,6 +296,7 @@ Session start_session(Options o) {
     // Every rank built (or restored) the same weights from the same seed (or
     // file); rank 0's are copied to all the same, as DistributedDataParallel does.
     distributed::broadcast_parameters(*s.model);
+    require_same_state(s);
     if (!o.resume.empty() && same_file(o.resume, s.checkpoint)) s.saved_step = run.next_step;
     for (const EvalRecord& e : run.evals) // the resumed run's evaluations so far
         if (e.val_loss < s.best_val) s.best_val = e.val_loss, s.best_step = e.step;
