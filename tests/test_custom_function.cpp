@@ -22,6 +22,22 @@ struct Cube : ember::Function<Cube> {
     }
 };
 
+// y = x * exp(x), saving its output too: dy/dx = exp(x) + y. Its backward
+// holds the saved tensors by reference, the idiom that dangled when
+// get_saved_variables() returned a copy (a segfault with no message).
+struct TimesExp : ember::Function<TimesExp> {
+    static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+        Tensor y = x * ember::exp(x);
+        ctx->save_for_backward({x, y});
+        return y;
+    }
+    static std::vector<Tensor> backward(AutogradContext* ctx, const Tensor& dout) {
+        const Tensor& x = ctx->get_saved_variables()[0];
+        const Tensor& y = ctx->get_saved_variables()[1];
+        return {dout * (ember::exp(x) + y)};
+    }
+};
+
 // y = scale * (a @ b): tensors and a number as arguments.
 struct ScaledMatmul : ember::Function<ScaledMatmul> {
     static Tensor forward(AutogradContext* ctx, const Tensor& a, const Tensor& b, double scale) {
@@ -155,6 +171,23 @@ TEST_CASE("a custom Function's saved tensors obey the same rules as built-ins'",
     Tensor z = ember::sum(Cube::apply(x));
     z.backward();
     CHECK_THROWS_WITH(z.backward(), Catch::Contains("freed"));
+}
+
+TEST_CASE("saved tensors held by reference stay valid, and the graph is freed", "[custom_function]") {
+    Tensor x = ember::tensor({0.5, -1.0, 2.0}, ember::kFloat64).requires_grad_();
+    std::weak_ptr<ember::Node> node;
+    {
+        Tensor y = TimesExp::apply(x);
+        node = y.grad_fn();
+        ember::sum(y).backward({}, /*retain_graph=*/true);
+    }
+    // d/dx (x e^x) = e^x (1 + x).
+    CHECK(ember::allclose(x.grad(), ember::exp(x.detach()) * (1.0 + x.detach())));
+    // The saved output's grad_fn is this node: had the context kept the
+    // tensors it unpacked, the retained graph would hold itself for ever.
+    CHECK(node.expired());
+    CHECK(ember::gradcheck([](const std::vector<Tensor>& in) { return TimesExp::apply(in[0]); },
+                           {x.detach().requires_grad_()}));
 }
 
 TEST_CASE("a forward that returns its input does not rewrite the input's history", "[custom_function]") {

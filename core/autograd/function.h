@@ -25,14 +25,17 @@ public:
         for (const Tensor& t : tensors) saved_.emplace_back(t);
     }
     // The saved tensors, in order. Throws AutogradError if an in-place op
-    // changed one since forward, or if backward already freed them.
-    std::vector<Tensor> get_saved_variables() const {
+    // changed one since forward, or if backward already freed them. A
+    // reference to the context's own list, so that the idiom
+    // `const Tensor& x = ctx->get_saved_variables()[0];` holds (PyTorch's
+    // C++ returns a copy, and there the same line dangles).
+    const std::vector<Tensor>& get_saved_variables() const {
         if (released_)
             fail<AutogradError>("backward", "saved tensors were already freed by an earlier backward(); "
                                             "pass retain_graph=true to run backward twice");
-        std::vector<Tensor> out;
-        for (const SavedTensor& s : saved_) out.push_back(s.get());
-        return out;
+        unpacked_.clear();
+        for (const SavedTensor& s : saved_) unpacked_.push_back(s.get());
+        return unpacked_;
     }
     // True when forward argument i (counting all arguments) needs a gradient.
     bool needs_input_grad(size_t i) const { return i < needs_input_grad_.size() && needs_input_grad_[i]; }
@@ -44,11 +47,14 @@ public:
     void set_needs_input_grad(std::vector<bool> needs) { needs_input_grad_ = std::move(needs); }
     void release() {
         saved_.clear();
+        unpacked_.clear();
         released_ = true;
     }
+    void forget_unpacked() { unpacked_.clear(); }
 
 private:
     std::vector<SavedTensor> saved_;
+    mutable std::vector<Tensor> unpacked_; // what get_saved_variables() last returned
     std::vector<bool> needs_input_grad_;
     bool released_ = false;
 };
@@ -71,6 +77,9 @@ public:
 
     Grads apply(const Tensor& dout) override {
         std::vector<Tensor> grads = Derived::backward(ctx_.get(), dout);
+        // The unpacked tensors may hold this node (a saved output's grad_fn):
+        // kept past backward they would be a cycle, even with retain_graph.
+        ctx_->forget_unpacked();
         if (grads.size() != num_args_)
             fail<AutogradError>("backward", name(), "::backward returned ", grads.size(),
                                 " gradients, but forward took ", num_args_,

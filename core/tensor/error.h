@@ -74,6 +74,11 @@ inline std::string shape_str(const Shape& shape) {
     return s + ")";
 }
 
+// `std::cout << t.shape()` and `<< t.strides()` print the same notation,
+// "(4,8)". (Shape is a std::vector, so the operator is found through
+// `using namespace ember;`, as the examples and docs write.)
+inline std::ostream& operator<<(std::ostream& out, const Shape& shape) { return out << shape_str(shape); }
+
 namespace internal {
 
 inline void append(std::ostringstream& out, const Shape& shape) { out << shape_str(shape); }
