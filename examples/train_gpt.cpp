@@ -75,6 +75,7 @@ struct Outcome {
     int status = 0;
     std::string message;
     bool while_training = false; // the error came after the first step began (perhaps on one rank alone)
+    bool trained = false;        // the loop ran to its end (or its stop) on every rank
 };
 
 // Runs train_gpt; every error ends here, as a message and an exit status.
@@ -98,6 +99,7 @@ Outcome run(int argc, char** argv) {
         }
         outcome.while_training = true;
         outcome.status = train_loop(s);
+        outcome.trained = true;
     } catch (const UsageError& e) {
         outcome = {2, std::string(e.what()) + "\nrun train_gpt --help for the options", outcome.while_training};
     } catch (const InputError& e) {
@@ -146,10 +148,12 @@ int main(int argc, char** argv) {
         }
         if (rank == 0) std::fprintf(stderr, "train_gpt: %s\n", outcome.message.c_str());
     }
-    // Every rank waits for rank 0's last writes (a checkpoint after a
-    // signal, losses.csv after a divergence): mpirun ends the others as
-    // soon as one rank exits with a status other than 0.
-    if (world > 1) distributed::barrier();
+    // After the loop every rank waits for rank 0's last writes (a checkpoint
+    // after a signal, losses.csv after a divergence): mpirun ends the others
+    // as soon as one rank exits with a status other than 0. (Not after an
+    // error before training, which one rank may meet alone: it exits, and
+    // mpirun ends the rest.)
+    if (world > 1 && outcome.trained) distributed::barrier();
     distributed::destroy_process_group();
     return outcome.status;
 }

@@ -16,6 +16,7 @@
 
 #include "core/autograd/autograd.h"
 #include "core/tensor/internal.h"
+#include "core/tensor/svg_text.h"
 #include "nn/json.h"
 
 namespace ember::nn {
@@ -105,12 +106,13 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
     if (fd < 0)
         fail<SafetensorsError>("save_safetensors", "cannot create a temporary file beside ", path, ": ",
                                std::strerror(errno));
-    ::fchmod(fd, 0644); // mkstemp's 0600 would hide the checkpoint from other users
+    ::fchmod(fd, internal::new_file_mode()); // mkstemp's 0600 would hide the checkpoint from other users
     auto write_all = [&](const void* bytes, size_t n) {
         const char* p = static_cast<const char*>(bytes);
         while (n > 0) {
             ssize_t w = ::write(fd, p, n);
             if (w < 0 && errno == EINTR) continue;
+            if (w == 0) errno = EIO; // no progress and no reason given
             if (w <= 0) return false;
             p += w;
             n -= static_cast<size_t>(w);
@@ -136,30 +138,57 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
 
 // ---- loading ---------------------------------------------------------------------------------
 
-// The size of the regular file `path`, or a SafetensorsError saying why it
-// cannot be read: missing or unreadable (the system's reason), a directory,
-// or a special file (a FIFO or /dev/zero would never end).
-uint64_t regular_file_size(const std::string& path) {
+// The file `path`, open for reading, and its size: the size comes from the
+// open file itself, so a save renaming a new file over `path` meanwhile
+// cannot mix two files. A SafetensorsError says why it cannot be read:
+// missing or unreadable (the system's reason), a directory, or a special
+// file (a FIFO or /dev/zero would never end; O_NONBLOCK opens a FIFO
+// without waiting for a writer).
+struct OpenFile {
+    int fd = -1;
+    uint64_t size = 0;
+    OpenFile() = default;
+    OpenFile(const OpenFile&) = delete;
+    OpenFile& operator=(const OpenFile&) = delete;
+    ~OpenFile() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+void open_regular_file(const std::string& path, OpenFile& file) {
+    file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (file.fd < 0) fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": ", std::strerror(errno));
     struct stat info {};
-    if (::stat(path.c_str(), &info) != 0)
+    if (::fstat(file.fd, &info) != 0)
         fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": ", std::strerror(errno));
     if (S_ISDIR(info.st_mode)) fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": it is a directory");
     if (!S_ISREG(info.st_mode))
         fail<SafetensorsError>("load_safetensors", "cannot open ", path,
                                ": not a regular file (a device, a pipe or a socket)");
-    return static_cast<uint64_t>(info.st_size);
+    file.size = static_cast<uint64_t>(info.st_size);
+}
+
+// Reads exactly `n` bytes of `file` into `into`, or throws.
+void read_exact(const OpenFile& file, char* into, uint64_t n, const std::string& path) {
+    while (n > 0) {
+        const ssize_t got = ::read(file.fd, into, static_cast<size_t>(std::min<uint64_t>(n, uint64_t{1} << 30)));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) fail<SafetensorsError>("load_safetensors", "cannot read ", path, ": ", std::strerror(errno));
+        if (got == 0) fail<SafetensorsError>("load_safetensors", "cannot read ", path, ": it ended early");
+        into += got;
+        n -= static_cast<uint64_t>(got);
+    }
 }
 
 // `n` bytes of `file` from where it stands, or a SafetensorsError.
-std::string read_bytes(std::ifstream& file, uint64_t n, const std::string& path) {
+std::string read_bytes(const OpenFile& file, uint64_t n, const std::string& path) {
     std::string bytes;
     try {
         bytes.resize(n);
     } catch (const std::exception& e) {
         fail<SafetensorsError>("load_safetensors", "cannot read ", path, ": ", e.what());
     }
-    if (n > 0 && !file.read(bytes.data(), static_cast<std::streamsize>(n)))
-        fail<SafetensorsError>("load_safetensors", "cannot read ", path, ": it ended early (changed while read?)");
+    read_exact(file, bytes.data(), n, path);
     return bytes;
 }
 
@@ -169,9 +198,9 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 StateDict load_safetensors(const std::string& path, Metadata* metadata) {
     // The header is read and checked first, against the file's size, so a
     // file that is not safetensors (8 GB of zeros) is refused at once.
-    const uint64_t file_size = regular_file_size(path);
-    std::ifstream file(path, std::ios::binary);
-    if (!file) fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": ", std::strerror(errno));
+    OpenFile file;
+    open_regular_file(path, file);
+    const uint64_t file_size = file.size;
     auto bad = [&path](const std::string& what) { corrupt(path, what); };
 
     if (file_size < 8) bad("truncated: " + std::to_string(file_size) + " bytes, too short for a header length");
@@ -275,8 +304,7 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
         Tensor t = empty(e->shape, e->dtype);
         char* into = static_cast<char*>(t.storage()->data());
         const uint64_t n = e->end - e->begin;
-        if (n > 0 && !file.read(into, static_cast<std::streamsize>(n)))
-            fail<SafetensorsError>("load_safetensors", "cannot read ", path, ": it ended early (changed while read?)");
+        read_exact(file, into, n, path);
         if (e->dtype == DType::Bool)
             for (uint64_t i = 0; i < n; ++i)
                 if (into[i] != 0 && into[i] != 1)

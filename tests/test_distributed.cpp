@@ -253,6 +253,7 @@ TEST_CASE("SIGUSR1 to mpirun stops every rank after a step, saved; the run resum
         // mpirun(...) is "VARS=... mpirun ... 2>&1": exec'd through env, its output to the log.
         std::string command = mpirun(2, kTrainGpt + " --max-iters 100000 --eval-interval 1000 --out " + dir + "/out");
         command = "exec env " + command.substr(0, command.rfind(" 2>&1")) + " > " + log + " 2>&1";
+        for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) std::signal(signal, SIG_DFL); // as from a terminal
         execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
         _exit(98);
     }

@@ -36,6 +36,7 @@ pid_t start(const std::vector<std::string>& args, const std::string& log) {
         std::vector<char*> argv{const_cast<char*>("train_gpt")};
         for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
+        default_stop_signals();
         execv(kProgram.c_str(), argv.data());
         _exit(98);
     }
@@ -59,6 +60,7 @@ CommandResult run_with_file_limit(const std::vector<std::string>& args, rlim_t b
         std::vector<char*> argv{const_cast<char*>("train_gpt")};
         for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
+        default_stop_signals();
         execv(kProgram.c_str(), argv.data());
         _exit(98);
     }
@@ -122,6 +124,38 @@ TEST_CASE("a run whose val loss rises far above its best stops with status 3, ke
     CHECK(read_file(dir + "/train_gpt.best.safetensors") == best);
     CHECK(train::read_run(dir + "/train_gpt.safetensors").next_step == 300);
     CHECK(run("--divergence-ratio 1 --out " + dir).status == 2);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a resumed run knows the whole run's best, the final evaluations' included", "[train_gpt][files]") {
+    // The final evaluation (step 250, val 2.568) was never in the history
+    // of evaluations, so a resumed run took step 200's 2.782 for the best
+    // and let step 300's 2.744 (--lr 3) replace the better best checkpoint.
+    std::string dir = scratch_dir("best_resumed");
+    REQUIRE(run("--preset bigram --max-iters 250 --eval-interval 100 --eval-iters 5 --sample-tokens 5 --out " + dir)
+                .status == 0);
+    const train::RunState first = train::read_run(dir + "/train_gpt.safetensors");
+    CHECK(first.best_step == 250);
+    CHECK(first.best_file_step == 250);
+    CHECK(train::read_run(dir + "/train_gpt.best.safetensors").next_step == 250);
+    const std::string best = read_file(dir + "/train_gpt.best.safetensors");
+    CommandResult r = run("--resume " + dir + "/train_gpt.safetensors --max-iters 300 --lr 3 --sample-tokens 5");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    // The scenario: step 300's val loss lies between step 250's (the best)
+    // and step 200's (the best of the recorded evaluations).
+    const size_t at = r.out.find("step 300: train loss ");
+    REQUIRE(at != std::string::npos);
+    const double val_300 = std::stod(r.out.substr(r.out.find("val loss ", at) + 9));
+    REQUIRE(first.evals.back().step == 200);
+    CHECK(val_300 > first.best_val);
+    CHECK(val_300 < first.evals.back().val_loss);
+    CHECK(r.out.find(flags::format("the lowest val loss, %.4f at step 250, is in", first.best_val)) !=
+          std::string::npos);
+    CHECK(read_file(dir + "/train_gpt.best.safetensors") == best);
+    CHECK(train::read_run(dir + "/train_gpt.safetensors").best_file_step == 250);
+    // --summary writes nothing, so a folder that holds a run is no obstacle.
+    CHECK(run("--summary --out " + dir).status == 0);
     fs::remove_all(dir);
 }
 
@@ -292,6 +326,28 @@ TEST_CASE("SIGTERM and SIGHUP save as Ctrl-C does; Ctrl-C stops an evaluation", 
             fs::remove_all(dir);
             fs::remove_all(whole);
         }
+    }
+    SECTION("a signal the run was started ignoring stays ignored (nohup)") {
+        std::string dir = scratch_dir("nohup");
+        const std::string log = dir + "/log.txt";
+        pid_t child = fork();
+        if (child == 0) {
+            if (!freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), 2) < 0) _exit(99);
+            default_stop_signals();
+            std::signal(SIGHUP, SIG_IGN); // what nohup does
+            execl(kProgram.c_str(), "train_gpt", "--max-iters", "100000", "--out", dir.c_str(),
+                  static_cast<char*>(nullptr));
+            _exit(98);
+        }
+        REQUIRE(wait_for(log, "step 0:"));
+        kill(child, SIGHUP); // the terminal closes: the run goes on
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        CHECK(waitpid(child, nullptr, WNOHANG) == 0);
+        kill(child, SIGTERM);
+        CHECK(wait_exit(child) == 128 + SIGTERM);
+        INFO(read_file(log));
+        CHECK(read_file(log).find("stopped by SIGTERM") != std::string::npos);
+        fs::remove_all(dir);
     }
     SECTION("Ctrl-C during an evaluation") {
         // An estimate of 10^6 batches would take hours; Ctrl-C ends it at once.

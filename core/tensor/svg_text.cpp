@@ -100,6 +100,13 @@ std::string svg_open(double w, double h) {
 }
 
 
+unsigned new_file_mode() {
+    // umask can only be read by setting it; set it straight back.
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    return 0666u & ~static_cast<unsigned>(mask);
+}
+
 // Writes text to a new file beside path (path + ".tmp.XXXXXX", created
 // exclusively by mkstemp: it never follows a link planted there, and two
 // writers never share it), flushes it to disk, then renames it onto path:
@@ -109,12 +116,13 @@ std::string write_file_whole(const std::string& path, const std::string& text) {
     std::string tmp = path + ".tmp.XXXXXX";
     const int fd = ::mkstemp(tmp.data());
     if (fd < 0) return "cannot create a file beside it: " + std::string(std::strerror(errno));
-    ::fchmod(fd, 0644); // mkstemp's 0600 would hide the file from other users
+    ::fchmod(fd, new_file_mode()); // mkstemp's 0600 would hide the file from other users
     const char* p = text.data();
     size_t left = text.size();
     while (left > 0) {
         const ssize_t w = ::write(fd, p, left);
         if (w < 0 && errno == EINTR) continue;
+        if (w == 0) errno = EIO; // no progress and no reason given
         if (w <= 0) break;
         p += w;
         left -= static_cast<size_t>(w);

@@ -45,4 +45,8 @@ std::string svg_open(double w, double h);
 // throws the error type its API promises.
 std::string write_file_whole(const std::string& path, const std::string& text);
 
+// The permissions a file made by open() would get: 0666 less the umask.
+// (mkstemp makes 0600; ember's files are then set to this.)
+unsigned new_file_mode();
+
 } // namespace ember::internal

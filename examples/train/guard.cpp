@@ -23,12 +23,12 @@ std::atomic<int> stop_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 
 extern "C" void on_stop_signal(int signal) {
-    // The same signal again while the first is being handled (a save to a
-    // slow disk, a long evaluation) ends the process at once, as if
-    // uncaught. Another signal is the same request (mpirun follows the
-    // terminal's SIGINT with a SIGTERM of its own).
-    const int first = stop_signal.exchange(signal);
-    if (first == signal) {
+    // The first signal is the request, kept. The same signal a second time
+    // while it is being handled (a save to a slow disk, a long evaluation)
+    // ends the process at once, as if uncaught; another signal is the same
+    // request again (mpirun follows the terminal's SIGINT with a SIGTERM).
+    int first = 0;
+    if (!stop_signal.compare_exchange_strong(first, signal) && first == signal) {
         std::signal(signal, SIG_DFL);
         std::raise(signal);
     }
@@ -37,7 +37,13 @@ extern "C" void on_stop_signal(int signal) {
 } // namespace
 
 void catch_interrupts() {
-    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) std::signal(signal, on_stop_signal);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) {
+        // A signal the run was started ignoring stays ignored: nohup's
+        // SIGHUP, a background job's SIGINT.
+        struct sigaction current {};
+        if (sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+        std::signal(signal, on_stop_signal);
+    }
 }
 
 bool interrupt_requested() { return stop_signal != 0; }

@@ -15,29 +15,46 @@ namespace train {
 
 using namespace ember;
 
-bool save(Session& s, const std::vector<uint8_t>& rng_state, bool best) {
-    bool saved = true;
-    if (distributed::get_rank() == 0) {
-        for (const std::string& path : {s.checkpoint, s.best_checkpoint}) {
-            if (path == s.best_checkpoint && !best) break;
-            try {
-                save_run(path, s.run, *s.model, *s.optimizer, rng_state);
-            } catch (const nn::SafetensorsError& e) {
-                // A full disk, a folder made read-only: tell, keep the old file, go on.
-                std::fprintf(stderr, "train_gpt: could not save the checkpoint of step %lld: %s\n",
-                             static_cast<long long>(s.run.next_step), e.what());
-                saved = false;
-                break;
-            }
-        }
+namespace {
+
+// Rank 0 writes the run's state to `path`; false (and a message) if the
+// write failed (a full disk, a folder made read-only: the old file stays).
+bool write_state(const Session& s, const std::string& path, const std::vector<uint8_t>& rng_state) {
+    if (distributed::get_rank() != 0) return true;
+    try {
+        save_run(path, s.run, *s.model, *s.optimizer, rng_state);
+        return true;
+    } catch (const nn::SafetensorsError& e) {
+        std::fprintf(stderr, "train_gpt: could not save the checkpoint of step %lld: %s\n",
+                     static_cast<long long>(s.run.next_step), e.what());
+        return false;
     }
-    if (saved) s.saved_step = s.run.next_step;
-    if (saved && s.stale_best && !best) {
-        std::error_code ignored; // a best checkpoint that stays would only be an earlier run's
-        std::filesystem::remove(s.best_checkpoint, ignored);
+}
+
+} // namespace
+
+bool save_best(Session& s, const std::vector<uint8_t>& rng_state) {
+    RunState& run = s.run;
+    const int64_t held_step = run.best_file_step;
+    const double held_val = run.best_file_val;
+    run.best_file_step = run.next_step, run.best_file_val = run.best_val; // what the file will say it holds
+    if (!write_state(s, s.best_checkpoint, rng_state)) {
+        run.best_file_step = held_step, run.best_file_val = held_val;
+        return false;
     }
-    if (saved) s.stale_best = false;
-    return saved;
+    s.stale_best = false;
+    return true;
+}
+
+bool save(Session& s, const std::vector<uint8_t>& rng_state) {
+    if (!write_state(s, s.checkpoint, rng_state)) return false;
+    s.saved_step = s.run.next_step;
+    if (s.stale_best) { // an earlier run's best checkpoint (--overwrite) must not pass for this run's
+        std::error_code ignored;
+        if (distributed::get_rank() == 0) std::filesystem::remove(s.best_checkpoint, ignored);
+        s.stale_best = false;
+    }
+    return true;
 }
 
 namespace {
@@ -72,14 +89,18 @@ int evaluate(Session& s, int64_t step, int64_t first_step, Progress& progress, E
     const auto [train_loss, val_loss] = *losses;
     progress.message(eval_line(step, train_loss, val_loss));
     // NaN compares false: a val loss that is not a number stops the run too.
-    if (!(val_loss <= o.divergence_ratio * s.best_val)) {
+    if (!(val_loss <= o.divergence_ratio * s.run.best_val)) {
         progress.finish();
         return stop_val_rising(s, step, first_step, val_loss);
     }
-    const bool best = val_loss < s.best_val;
-    if (best) s.best_val = val_loss, s.best_step = step;
+    // The best checkpoint first, so that the latest one's record of it is
+    // true. A fresh run's step 0 is the untrained model: no file for it.
+    if (val_loss < s.run.best_val) {
+        s.run.best_val = val_loss, s.run.best_step = step;
+        if (step > 0) save_best(s, rng_state);
+    }
     // The state of the first step is on disk already (resumed), or is the untrained model.
-    if (step > first_step && !save(s, rng_state, best) && step == o.max_iters) return unsaved_end(s);
+    if (step > first_step && !save(s, rng_state) && step == o.max_iters) return unsaved_end(s);
     if (estimate) *estimate = {step, train_loss, val_loss};
     else s.run.evals.push_back({step, train_loss, val_loss});
     return 0;
@@ -147,15 +168,21 @@ int stop_interrupted(Session& s, int64_t first_step, Progress& progress, const s
     // Under mpirun a rank may stop for another's signal: 130, as for Ctrl-C.
     const int signal = interrupt_signal() != 0 ? interrupt_signal() : SIGINT;
     const int status = 128 + signal;
-    const std::string what = std::string(signal_name(signal)) + " after step " + std::to_string(s.run.next_step - 1);
+    const std::string what =
+        std::string(signal_name(signal)) +
+        (s.run.next_step == 0 ? " before the first step" : " after step " + std::to_string(s.run.next_step - 1));
     if (s.run.next_step == first_step) { // nothing done since the checkpoint there is (or the untrained start)
         std::cout << "stopped by " << what << "; nothing new to save"
                   << (first_step > 0 ? ": " + s.run.options.resume + " is unchanged" : std::string()) << "\n";
         return status;
     }
-    if (!save(s, rng_state, false)) return unsaved_end(s);
+    if (!save(s, rng_state)) return unsaved_end(s);
+    // Stopped in the final evaluation, every step done: a resumed run must train longer.
+    const Options& o = s.run.options;
+    const std::string longer =
+        s.run.next_step >= o.max_iters ? " --max-iters " + std::to_string(o.max_iters + o.eval_interval) : "";
     std::cout << "stopped by " << what << "; checkpoint saved to " << s.checkpoint
-              << "\nresume with: train_gpt --resume " << s.checkpoint << "\n";
+              << "\nresume with: train_gpt --resume " << s.checkpoint << longer << "\n";
     return status;
 }
 

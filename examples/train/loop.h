@@ -19,15 +19,18 @@
 
 namespace train {
 
-// Rank 0 writes the run's state, with the generator at `rng_state`, to
-// its checkpoint, and to the best checkpoint too when `best`. A write that
-// fails (a full disk) is reported and the run goes on: false, the old files
-// intact, and the next evaluation tries again.
-bool save(Session& s, const std::vector<uint8_t>& rng_state, bool best);
+// Rank 0 writes the run's state, with the generator at `rng_state`, to its
+// checkpoint (save) or its best checkpoint (save_best, recording in the run
+// which step that file holds). A write that fails (a full disk) is reported
+// and the run goes on: false, the old file intact, the record unchanged, and
+// the next evaluation tries again.
+bool save(Session& s, const std::vector<uint8_t>& rng_state);
+bool save_best(Session& s, const std::vector<uint8_t>& rng_state);
 
 // The lecture's estimate of the train and val losses at `step`, printed;
-// then, after the run's first step (`first_step`), the checkpoint saved (and
-// the best one, at a new lowest val loss). The estimate is recorded in the
+// then the best checkpoint saved at a new lowest val loss (but for a fresh
+// run's untrained step 0), and, after the run's first step (`first_step`),
+// the checkpoint. The estimate is recorded in the
 // run, or returned in `estimate` (the final one). Returns 0 to go on, or
 // train_gpt's exit status: 3 when the val loss rose above
 // --divergence-ratio times its lowest (nothing saved: the checkpoints keep

@@ -97,9 +97,9 @@ void write_results(const Session& s, double final_train, double final_val, doubl
         written += ", " + drawing.attention_map;
     }
     std::cout << "wrote " << written << "\n";
-    if (s.best_step > 0)
-        std::cout << "the lowest val loss, " << format("%.4f", s.best_val) << " at step " << s.best_step << ", is in "
-                  << s.best_checkpoint << "\n";
+    if (s.run.best_file_step > 0)
+        std::cout << "the lowest val loss, " << format("%.4f", s.run.best_file_val) << " at step "
+                  << s.run.best_file_step << ", is in " << s.best_checkpoint << "\n";
     std::cout << "final: step=" << o.max_iters << format(" train_loss=%.4f val_loss=%.4f", final_train, final_val)
               << format(" tokens_per_s=%.0f", tokens_per_second) << " params=" << model.num_parameters() << "\n";
 }
@@ -107,24 +107,29 @@ void write_results(const Session& s, double final_train, double final_val, doubl
 namespace {
 
 // Which checkpoints hold the run's good state, and the command that goes
-// on from the better one with a tenth of the learning rate.
+// on from the better one with a tenth of the learning rate: the best
+// checkpoint when there is one and it holds another state than the latest
+// (resuming the latest again may meet the same rise at once).
 std::string kept_checkpoints(const Session& s, int64_t first_step) {
     const Options& o = s.run.options;
+    const RunState& run = s.run;
     const std::string gentler = " --lr " + format("%g", o.lr / 10);
-    if (s.saved_step > first_step) {
-        std::string text =
-            "The last good checkpoint, " + s.checkpoint + " (step " + std::to_string(s.saved_step) + "), is kept";
-        if (s.best_step > first_step && s.best_step != s.saved_step)
-            return text + ", and the best, " + s.best_checkpoint + " (step " + std::to_string(s.best_step) +
-                   format(", val loss %.4f", s.best_val) + "); go on from the best more gently with: train_gpt " +
-                   "--resume " + s.best_checkpoint + gentler;
-        return text + "; go on from it more gently with: train_gpt --resume " + s.checkpoint + gentler;
-    }
-    if (!o.resume.empty())
-        return "The checkpoint this run resumed from, " + o.resume + " (step " + std::to_string(first_step) +
-               "), is unchanged; go on from it more gently with: train_gpt --resume " + o.resume + gentler;
-    return "No checkpoint was written (the run diverged before its first evaluation after step 0), and " +
-           s.checkpoint + ", if there is one from an earlier run, is unchanged";
+    std::string text;
+    if (s.saved_step > first_step)
+        text = "The last good checkpoint, " + s.checkpoint + " (step " + std::to_string(s.saved_step) + "), is kept";
+    else if (!o.resume.empty())
+        text = "The checkpoint this run resumed from, " + o.resume + " (step " + std::to_string(first_step) +
+               "), is unchanged";
+    else
+        text = "No checkpoint was written (the run diverged before its first evaluation after step 0), and " +
+               s.checkpoint + ", if there is one from an earlier run, is unchanged";
+    const std::string latest = s.saved_step > first_step ? s.checkpoint : o.resume;
+    if (run.best_file_step >= 0 && run.best_file_step != (s.saved_step > first_step ? s.saved_step : first_step))
+        return text + "; the best, " + s.best_checkpoint + " (step " + std::to_string(run.best_file_step) +
+               format(", val loss %.4f", run.best_file_val) +
+               "), too. Go on from the best more gently with: " + "train_gpt --resume " + s.best_checkpoint + gentler;
+    if (latest.empty()) return text;
+    return text + "; go on from it more gently with: train_gpt --resume " + latest + gentler;
 }
 
 // Writes losses.csv for a run that stops; says where its losses are, or, if
@@ -160,7 +165,7 @@ int stop_val_rising(const Session& s, int64_t step, int64_t first_step, double v
                  "(--lr %g): the weights are moving away from what they had learnt. Nothing of this state was "
                  "saved.\n%s.\n%s\n",
                  static_cast<long long>(step), std::isnan(val_loss) ? "nan" : format("%.4f", val_loss).c_str(),
-                 o.divergence_ratio, s.best_val, static_cast<long long>(s.best_step), o.divergence_ratio, o.lr,
+                 o.divergence_ratio, s.run.best_val, static_cast<long long>(s.run.best_step), o.divergence_ratio, o.lr,
                  kept_checkpoints(s, first_step).c_str(), losses_kept(s).c_str());
     return 3;
 }

@@ -37,6 +37,10 @@ nn::Metadata settings(const RunState& run) {
             {"eval_iters", std::to_string(o.eval_iters)},
             {"seed", std::to_string(o.seed)},
             {"next_step", std::to_string(run.next_step)},
+            {"best_val", format("%.17g", run.best_val)},
+            {"best_step", std::to_string(run.best_step)},
+            {"best_file_step", std::to_string(run.best_file_step)},
+            {"best_file_val", format("%.17g", run.best_file_val)},
             {"data", run.data_name},
             {"data_fingerprint", std::to_string(run.data_fingerprint)}};
 }
@@ -94,6 +98,10 @@ int64_t int_field(const nn::Metadata& meta, const std::string& path, const std::
 uint64_t unsigned_field(const nn::Metadata& meta, const std::string& path, const std::string& key) {
     return number_field<uint64_t>(meta, path, key,
                                   [](const std::string& s, size_t* used) -> uint64_t { return std::stoull(s, used); });
+}
+
+double real_field(const nn::Metadata& meta, const std::string& path, const std::string& key) {
+    return number_field<double>(meta, path, key, [](const std::string& s, size_t* used) { return std::stod(s, used); });
 }
 
 // Tensor `key` of `all`: a vector of `dtype`, as train_gpt writes it.
@@ -182,6 +190,16 @@ RunState read_run(const std::string& path) {
         bad_file(path, e.what());
     }
     run.next_step = int_field(meta, path, "next_step");
+    // The best so far; files from before these fields: found from the evaluations below.
+    if (meta.count("best_step")) {
+        run.best_val = real_field(meta, path, "best_val");
+        run.best_step = int_field(meta, path, "best_step");
+        run.best_file_step = int_field(meta, path, "best_file_step");
+        run.best_file_val = real_field(meta, path, "best_file_val");
+        if (run.best_step < -1 || run.best_step > run.next_step || run.best_file_step < -1 ||
+            run.best_file_step > run.next_step || std::isnan(run.best_val) || std::isnan(run.best_file_val))
+            bad_file(path, "its record of the best evaluation is inconsistent");
+    }
     run.data_name = field(meta, path, "data");
     run.data_fingerprint = unsigned_field(meta, path, "data_fingerprint");
     // Every tensor read below has the dtype and shape train_gpt writes (a
@@ -207,8 +225,11 @@ RunState read_run(const std::string& path) {
     run.step_losses.assign(losses.data_ptr<double>(), losses.data_ptr<double>() + losses.numel());
     if (steps.numel() != tr.numel() || steps.numel() != va.numel())
         bad_file(path, "its evaluation history is inconsistent");
-    for (int64_t i = 0; i < steps.numel(); ++i)
+    for (int64_t i = 0; i < steps.numel(); ++i) {
         run.evals.push_back({steps.data_ptr<int64_t>()[i], tr.data_ptr<double>()[i], va.data_ptr<double>()[i]});
+        if (!meta.count("best_step") && run.evals.back().val_loss < run.best_val)
+            run.best_val = run.evals.back().val_loss, run.best_step = run.evals.back().step;
+    }
     if (run.next_step < 0 || run.next_step != static_cast<int64_t>(run.step_losses.size()))
         bad_file(path, "its step count and loss history disagree");
     return run;

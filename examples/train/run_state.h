@@ -4,6 +4,7 @@
 // (nn::save_safetensors, so it is written atomically and checked on load).
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,15 @@ struct RunState {
     int64_t next_step = 0; // the first step still to run
     std::vector<double> step_losses;
     std::vector<EvalRecord> evals;
+    // The lowest val loss the run's evaluations found, the final ones
+    // included, and its step (-1: none yet): what --divergence-ratio
+    // compares with.
+    double best_val = INFINITY;
+    int64_t best_step = -1;
+    // What OUT's best checkpoint held when this state was saved: its step
+    // (-1: none) and val loss.
+    int64_t best_file_step = -1;
+    double best_file_val = INFINITY;
 };
 
 // Writes model, optimiser and generator state (`rng_state`, else the

@@ -128,13 +128,14 @@ FolderLock prepare_outputs(const Options& o, bool& stale_best) {
     // from the latest or the best one); anything else there is another run's.
     const bool own_folder =
         !o.resume.empty() && (same_file(o.resume, checkpoint) || same_file(o.resume, checkpoint_files(o)[1].path));
-    if (std::filesystem::exists(checkpoint) && !own_folder && !o.overwrite)
-        throw InputError(checkpoint +
-                         " holds an earlier run, which this one would overwrite. Continue it with "
-                         "--resume " +
-                         checkpoint +
-                         ", write this run elsewhere with --out DIR, or pass --overwrite "
-                         "to replace it");
+    for (const RunFile& earlier : checkpoint_files(o))
+        if (std::filesystem::exists(earlier.path) && !own_folder && !o.overwrite)
+            throw InputError(earlier.path +
+                             " holds an earlier run, which this one would overwrite. Continue it "
+                             "with --resume " +
+                             earlier.path +
+                             ", write this run elsewhere with --out DIR, or pass "
+                             "--overwrite to replace it");
     std::vector<RunFile> outputs = checkpoint_files(o), others = other_outputs(o);
     outputs.insert(outputs.end(), others.begin(), others.end());
     // An earlier run's best checkpoint goes when this run saves its first (loop.cpp).
@@ -171,16 +172,17 @@ std::vector<int> ranks_differing_from_rank_0(uint64_t value) {
 // end. The checks below refuse them; every rank finds the same answer and
 // throws alike (rank 0 prints it).
 
-// What every rank must share: the settings that shape training...
-uint64_t settings_fingerprint(const Options& o) {
+// What every rank must share: the settings that shape training and the text...
+uint64_t settings_fingerprint(const Options& o, uint64_t data_fingerprint) {
     const ModelConfig& m = o.model;
-    return fingerprint(
-        format("%s %s %lld %lld %lld %lld %lld %.17g %lld %.17g %.17g %lld %lld %lld %llu %.17g", stage_name(m.stage),
-               kind_name(m.kind), static_cast<long long>(m.vocab_size), static_cast<long long>(m.block_size),
-               static_cast<long long>(m.n_embd), static_cast<long long>(m.n_head), static_cast<long long>(m.n_layer),
-               m.dropout, static_cast<long long>(o.batch_size), o.lr, o.max_grad_norm,
-               static_cast<long long>(o.max_iters), static_cast<long long>(o.eval_interval),
-               static_cast<long long>(o.eval_iters), static_cast<unsigned long long>(o.seed), o.divergence_ratio));
+    return fingerprint(format("%s %s %lld %lld %lld %lld %lld %.17g %lld %.17g %.17g %lld %lld %lld %llu %.17g %llu",
+                              stage_name(m.stage), kind_name(m.kind), static_cast<long long>(m.vocab_size),
+                              static_cast<long long>(m.block_size), static_cast<long long>(m.n_embd),
+                              static_cast<long long>(m.n_head), static_cast<long long>(m.n_layer), m.dropout,
+                              static_cast<long long>(o.batch_size), o.lr, o.max_grad_norm,
+                              static_cast<long long>(o.max_iters), static_cast<long long>(o.eval_interval),
+                              static_cast<long long>(o.eval_iters), static_cast<unsigned long long>(o.seed),
+                              o.divergence_ratio, static_cast<unsigned long long>(data_fingerprint)));
 }
 
 // ... and the state they start from: the step, the losses so far, the
@@ -206,11 +208,11 @@ std::string named(const std::vector<int>& ranks) {
     return (ranks.size() == 1 ? "rank " : "ranks ") + text;
 }
 
-void require_same_settings(const Options& o) {
-    if (auto ranks = ranks_differing_from_rank_0(settings_fingerprint(o)); !ranks.empty())
+void require_same_settings(const Options& o, uint64_t data_fingerprint) {
+    if (auto ranks = ranks_differing_from_rank_0(settings_fingerprint(o, data_fingerprint)); !ranks.empty())
         throw UsageError(named(ranks) + " of " + std::to_string(distributed::get_world_size()) +
-                         " differ from rank 0 in their settings (flags such as --lr or --max-iters, or the "
-                         "checkpoint's): every rank of mpirun must be given the same");
+                         " differ from rank 0 in their settings (flags such as --lr or --max-iters, the "
+                         "checkpoint's, or the --data text): every rank of mpirun must be given the same");
 }
 
 void require_same_state(const Session& s) {
@@ -272,11 +274,11 @@ Session start_session(Options o) {
                          (o.model.n_layer == 0 ? " with --n-layer 0" : "") + " has no attention");
     if (!o.prompt.empty()) attention_prompt(o, vocab, ""); // its characters are in the vocabulary
 
-    require_same_settings(o); // under mpirun
+    require_same_settings(o, run.data_fingerprint); // under mpirun
 
     // ---- outputs, prepared by rank 0 (the others wait for its answer) ---------------------
     std::string problem;
-    if (distributed::get_rank() == 0) {
+    if (distributed::get_rank() == 0 && !o.summary) { // --summary writes nothing
         try {
             s.lock = prepare_outputs(o, s.stale_best);
         } catch (const std::runtime_error& e) {
@@ -298,8 +300,11 @@ Session start_session(Options o) {
     distributed::broadcast_parameters(*s.model);
     require_same_state(s);
     if (!o.resume.empty() && same_file(o.resume, s.checkpoint)) s.saved_step = run.next_step;
-    for (const EvalRecord& e : run.evals) // the resumed run's evaluations so far
-        if (e.val_loss < s.best_val) s.best_val = e.val_loss, s.best_step = e.step;
+    // The best checkpoint the resumed run's record names is this folder's
+    // only when the run goes on in its own folder, and the file is there.
+    const bool own_folder = same_file(o.resume, s.checkpoint) || same_file(o.resume, s.best_checkpoint);
+    if (!own_folder || !std::filesystem::exists(s.best_checkpoint))
+        run.best_file_step = -1, run.best_file_val = INFINITY;
 
     print_header(s, text.size());
     return s;

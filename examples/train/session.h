@@ -29,9 +29,9 @@ struct Session {
     std::string best_checkpoint; // OUT/train_gpt.best.safetensors: the state of the lowest val loss so far
     FolderLock lock;             // --out is this run's until it ends (outputs.h; rank 0's)
     int64_t saved_step = -1;     // the step the latest checkpoint holds (-1: none yet)
-    double best_val = INFINITY;  // the lowest val loss of the run so far, and its step
-    int64_t best_step = -1;
-    bool stale_best = false; // OUT's best checkpoint is an earlier run's (--overwrite): removed at the first save
+    bool stale_best = false;     // OUT's best checkpoint is an earlier run's (--overwrite): removed at the first save
+    // (The best val loss so far, and what the best checkpoint holds, are in
+    // `run`: a resumed run reads them from its checkpoint.)
 };
 
 // The checkpoints' file names in --out.

@@ -2,6 +2,7 @@
 // for its outputs: shared by test_train_gpt.cpp and test_train_gpt_files.cpp.
 #pragma once
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,6 +26,13 @@ inline std::string scratch_dir(const std::string& name) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir.string();
+}
+
+// In a child about to exec train_gpt: the stop signals as a terminal gives
+// them (a test runner started in the background may ignore SIGINT, and an
+// ignored signal stays ignored across exec, and so in train_gpt).
+inline void default_stop_signals() {
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) std::signal(signal, SIG_DFL);
 }
 
 inline std::string read_file(const std::string& path) {
