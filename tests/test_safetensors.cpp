@@ -4,7 +4,6 @@
 // a failed save leaves the previous file intact.
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -199,9 +198,9 @@ TEST_CASE("files that are not safetensors are refused at once, saying what they 
         out.seekp((int64_t{8} << 30) - 1);
         out.put('\0');
     }
-    const auto begin = std::chrono::steady_clock::now();
+    // (test_train_gpt_files.cpp reads it through train_gpt --resume under a
+    // 2 GB address space, which reading it whole would exceed.)
     CHECK_THROWS_WITH(nn::load_safetensors(zeros_path), Contains("the header does not start with '{'"));
-    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() < 1.0);
     // A header length past the file, or past the format's 100 MB limit.
     {
         std::ofstream out(zeros_path, std::ios::binary | std::ios::trunc);

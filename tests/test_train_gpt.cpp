@@ -185,10 +185,8 @@ TEST_CASE("Ctrl-C saves a checkpoint that resumes exactly", "[train_gpt]") {
     if (child == 0) {
         std::string log = dir + "/log.txt";
         if (!freopen(log.c_str(), "w", stdout)) _exit(99);
-        default_stop_signals();
-        execl(kProgram.c_str(), "train_gpt", "--preset", "blocks", "--max-iters", "200", "--eval-interval", "100",
-              "--eval-iters", "2", "--sample-tokens", "10", "--out", dir.c_str(), static_cast<char*>(nullptr));
-        _exit(98);
+        exec_train_gpt({"--preset", "blocks", "--max-iters", "200", "--eval-interval", "100", "--eval-iters", "2",
+                        "--sample-tokens", "10", "--out", dir});
     }
     // Wait until training has started, then interrupt it.
     for (int i = 0; i < 600 && read_file(dir + "/log.txt").find("step 0:") == std::string::npos; ++i)

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 #include "process.h"
 
@@ -33,6 +34,17 @@ inline std::string scratch_dir(const std::string& name) {
 // ignored signal stays ignored across exec, and so in train_gpt).
 inline void default_stop_signals() {
     for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) std::signal(signal, SIG_DFL);
+}
+
+// In a forked child: becomes train_gpt with `args`, its stop signals as a
+// terminal gives them.
+[[noreturn]] inline void exec_train_gpt(const std::vector<std::string>& args) {
+    std::vector<char*> argv{const_cast<char*>("train_gpt")};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    default_stop_signals();
+    execv(kProgram.c_str(), argv.data());
+    _exit(98);
 }
 
 inline std::string read_file(const std::string& path) {
