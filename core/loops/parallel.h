@@ -7,12 +7,30 @@
 // items that is. Chunks own disjoint outputs, so results never depend on the
 // thread count. Without OpenMP (meson -Dopenmp=disabled) everything runs
 // serially. Tests: the thread-count cases of tests/test_matmul.cpp and
-// tests/test_softmax.cpp, and every test again in CI's serial build.
+// tests/test_softmax.cpp, the policy's cases in tests/test_parallel.cpp, and
+// every test again in CI's serial build.
+//
+// Note [Threads on a busy machine]. OpenMP's threads spin while they wait
+// for the next loop. When another program holds one of the cores, a
+// spinning helper thread uses up its share of that core, so the next loop
+// often finds it descheduled and waits milliseconds for it: on two cores a
+// training run beside one busy program took 3-4x longer on two threads than
+// on one. So parallel_for times every loop it splits: the wall time, and
+// the chunks' times added up, about what it would cost on one thread.
+// When a couple of milliseconds of split loops cost more than they would
+// have serially, loops stay on the calling thread for a while (20 ms, then
+// doubling up to 1 s while the machine stays busy), then split again to
+// look. Results never depend on the thread count, so only speed changes.
+// set_adaptive_threads(false) turns the policy off. docs/performance.md has
+// the measurements.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
+#include <mutex>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -28,6 +46,53 @@ void set_num_threads(int n);
 // 4). More only slow the kernels down, and very many exhaust the machine
 // (100,000 crash inside OpenMP).
 int max_num_threads();
+
+// Whether parallel_for runs loops serially while threads do not pay (Note
+// [Threads on a busy machine]); on by default. Tests that must exercise the
+// split path turn it off.
+void set_adaptive_threads(bool on);
+bool adaptive_threads();
+
+namespace internal {
+
+// The adaptive policy of Note [Threads on a busy machine], with the clock
+// passed in so that tests can drive it. Thread-safe: loops called from
+// several threads at once report into the same policy.
+class ThreadPolicy {
+public:
+    static constexpr int64_t kWindowNs = 5'000'000;       // judge after this much split-loop time
+    static constexpr int64_t kFirstSerialNs = 20'000'000; // the first serial stretch
+    static constexpr int64_t kLongestSerialNs = 1'000'000'000;
+
+    // Whether a loop starting at `now` may split.
+    bool may_split(int64_t now) const { return now >= serial_until_.load(std::memory_order_relaxed); }
+    // A split loop ended at `now`: it took `wall` and would have taken about
+    // `serial` on the calling thread alone.
+    void record(int64_t now, int64_t wall, int64_t serial);
+    // How many times the policy has gone serial (for tests and benches).
+    int64_t serial_stretches() const { return stretches_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<int64_t> serial_until_{0};
+    std::atomic<int64_t> stretches_{0};
+    std::mutex mutex_;
+    int64_t wall_sum_ = 0, serial_sum_ = 0;
+    int64_t next_serial_ = kFirstSerialNs;
+    bool warm_ = false;
+};
+
+// The policy parallel_for uses.
+ThreadPolicy& thread_policy();
+
+inline int64_t steady_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// Whether parallel_for may split a loop now.
+bool may_split();
+
+} // namespace internal
 
 // Elements of plain element-wise work below which a loop stays on the
 // calling thread: forking and joining threads costs about as much as
@@ -53,8 +118,11 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& fn) {
     int64_t range = end - begin;
     // Stay serial for small ranges, with one thread, or when already inside a
     // parallel region (nested parallelism would oversubscribe the cores).
-    if (range > grain && omp_get_max_threads() > 1 && !omp_in_parallel()) {
+    // And stay serial while the adaptive policy says threads do not pay.
+    if (range > grain && omp_get_max_threads() > 1 && !omp_in_parallel() && internal::may_split()) {
         std::exception_ptr error;
+        const int64_t start = internal::steady_ns();
+        std::atomic<int64_t> work_ns{0}; // every thread's chunk time, summed
 #pragma omp parallel
         {
             int64_t nthreads = omp_get_num_threads();
@@ -63,14 +131,20 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& fn) {
             int64_t b = begin + tid * chunk;
             int64_t e = b + chunk < end ? b + chunk : end;
             if (b < e) {
+                const int64_t chunk_start = internal::steady_ns();
                 try {
                     fn(b, e);
                 } catch (...) {
 #pragma omp critical(ember_parallel_for_error)
                     if (!error) error = std::current_exception();
                 }
+                work_ns.fetch_add(internal::steady_ns() - chunk_start, std::memory_order_relaxed);
             }
         }
+        // The chunks' times added up: about what the loop would have cost on
+        // the calling thread alone.
+        const int64_t now = internal::steady_ns();
+        internal::thread_policy().record(now, now - start, work_ns.load(std::memory_order_relaxed));
         if (error) std::rethrow_exception(error);
         return;
     }

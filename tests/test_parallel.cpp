@@ -1,0 +1,121 @@
+// The adaptive thread policy of Note [Threads on a busy machine]
+// (core/loops/parallel.h), driven with made-up clocks, and parallel_for's
+// chunks. Bench: bench/busy.py measures the policy on a busy machine.
+#include <catch2/catch.hpp>
+
+#include <thread>
+#include <vector>
+
+#include "ember.h"
+
+using namespace ember;
+using internal::ThreadPolicy;
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+// Feeds `policy` split loops of `wall` ns that would cost `serial` ns on one
+// thread, ending at `now`, until one window (5 ms of wall time) is judged.
+// Returns the time after the last loop.
+int64_t feed_window(ThreadPolicy& policy, int64_t now, int64_t wall, int64_t serial) {
+    for (int64_t spent = 0; spent < ThreadPolicy::kWindowNs; spent += wall) {
+        now += wall;
+        policy.record(now, wall, serial);
+    }
+    return now;
+}
+
+} // namespace
+
+TEST_CASE("loops that pay for their threads keep splitting", "[parallel]") {
+    ThreadPolicy policy;
+    int64_t now = 0;
+    policy.record(now, 10 * kMs, 0); // the first loop also starts the threads: not judged
+    for (int window = 0; window < 10; ++window) now = feed_window(policy, now, kMs / 2, kMs);
+    CHECK(policy.may_split(now));
+    CHECK(policy.serial_stretches() == 0);
+}
+
+TEST_CASE("loops that cost more split than serial go serial, longer while it lasts", "[parallel]") {
+    ThreadPolicy policy;
+    int64_t now = 0;
+    policy.record(now, 0, 0); // the warm-up loop
+    // Two threads, one of them waiting for a core: 3 ms for 1 ms of work.
+    now = feed_window(policy, now, 3 * kMs, kMs);
+    CHECK(policy.serial_stretches() == 1);
+    CHECK_FALSE(policy.may_split(now));
+    CHECK_FALSE(policy.may_split(now + ThreadPolicy::kFirstSerialNs - 1));
+    CHECK(policy.may_split(now + ThreadPolicy::kFirstSerialNs));
+
+    // Still busy when it looks again: the warm-up loop is skipped, then the
+    // next window goes serial for twice as long.
+    now += ThreadPolicy::kFirstSerialNs;
+    policy.record(now, 50 * kMs, kMs);
+    CHECK(policy.may_split(now));
+    now = feed_window(policy, now, 3 * kMs, kMs);
+    CHECK(policy.serial_stretches() == 2);
+    CHECK_FALSE(policy.may_split(now + 2 * ThreadPolicy::kFirstSerialNs - 1));
+    CHECK(policy.may_split(now + 2 * ThreadPolicy::kFirstSerialNs));
+
+    // The stretches double up to the longest.
+    for (int i = 0; i < 20; ++i) {
+        now += ThreadPolicy::kLongestSerialNs;
+        policy.record(now, 0, 0);
+        now = feed_window(policy, now, 3 * kMs, kMs);
+    }
+    CHECK_FALSE(policy.may_split(now + ThreadPolicy::kLongestSerialNs - 1));
+    CHECK(policy.may_split(now + ThreadPolicy::kLongestSerialNs));
+
+    // The machine is free again: one good window, and the next bad one
+    // waits only the first stretch.
+    now += ThreadPolicy::kLongestSerialNs;
+    policy.record(now, 0, 0);
+    now = feed_window(policy, now, kMs, 2 * kMs);
+    CHECK(policy.may_split(now));
+    now = feed_window(policy, now, 3 * kMs, kMs);
+    CHECK_FALSE(policy.may_split(now));
+    CHECK(policy.may_split(now + ThreadPolicy::kFirstSerialNs));
+}
+
+TEST_CASE("one slow loop among many fast ones is not judged alone", "[parallel]") {
+    ThreadPolicy policy;
+    int64_t now = 0;
+    policy.record(now, 0, 0);
+    // A 3 ms hiccup (a thread woken late) inside a window of loops that pay.
+    now += 3 * kMs;
+    policy.record(now, 3 * kMs, kMs / 10);
+    now = feed_window(policy, now, kMs / 10, kMs);
+    CHECK(policy.may_split(now));
+    CHECK(policy.serial_stretches() == 0);
+}
+
+TEST_CASE("set_adaptive_threads(false) splits whatever the policy says", "[parallel]") {
+    const bool before = adaptive_threads();
+    const int64_t now = internal::steady_ns();
+    ThreadPolicy& policy = internal::thread_policy();
+    policy.record(now, 0, 0);
+    feed_window(policy, now, 3 * kMs, kMs); // serial for at least 20 ms from now
+    set_adaptive_threads(true);
+    CHECK(adaptive_threads());
+    CHECK_FALSE(internal::may_split());
+    set_adaptive_threads(false);
+    CHECK_FALSE(adaptive_threads());
+    CHECK(internal::may_split());
+    set_adaptive_threads(before);
+}
+
+TEST_CASE("parallel_for covers the range once, in or out of the serial stretch", "[parallel]") {
+    const int threads = get_num_threads();
+    set_num_threads(std::min(2, max_num_threads()));
+    for (bool adaptive : {false, true}) {
+        set_adaptive_threads(adaptive);
+        std::vector<int> hits(100000, 0);
+        parallel_for(0, static_cast<int64_t>(hits.size()), 1, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)] += 1;
+        });
+        CHECK(std::count(hits.begin(), hits.end(), 1) == static_cast<long>(hits.size()));
+    }
+    set_adaptive_threads(false);
+    set_num_threads(threads);
+}
