@@ -27,7 +27,7 @@ CPP
 out=$(build "$@") || fail "the first build failed"
 echo "$out"
 [ "$("$dir/out/first")" = 6 ] || fail "first printed $("$dir/out/first"), not 6"
-[ "$("$dir/out/second")" = "(4)" ] || fail "second printed $("$dir/out/second"), not (4)"
+[ "$("$dir/out/second")" = "[4]" ] || fail "second printed $("$dir/out/second"), not [4]"
 
 out=$(build "$@") || fail "the second build failed"
 [ -z "$out" ] || fail "nothing changed, yet it printed: $out"

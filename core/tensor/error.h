@@ -74,10 +74,16 @@ inline std::string shape_str(const Shape& shape) {
     return s + ")";
 }
 
-// `std::cout << t.shape()` and `<< t.strides()` print the same notation,
-// "(4,8)". (Shape is a std::vector, so the operator is found through
-// `using namespace ember;`, as the examples and docs write.)
-inline std::ostream& operator<<(std::ostream& out, const Shape& shape) { return out << shape_str(shape); }
+// `std::cout << t.sizes()` and `<< t.strides()` print as PyTorch's C++
+// frontend prints them, "[4, 8]" (Python's torch.Size([4, 8]) without the
+// name); messages keep the compact "(4,8)" of shape_str. (Shape is a
+// std::vector, so the operator is found through `using namespace ember;`,
+// as the examples and docs write.)
+inline std::ostream& operator<<(std::ostream& out, const Shape& shape) {
+    out << "[";
+    for (size_t i = 0; i < shape.size(); ++i) out << (i > 0 ? ", " : "") << shape[i];
+    return out << "]";
+}
 
 namespace internal {
 
