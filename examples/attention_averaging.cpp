@@ -14,6 +14,7 @@
 using namespace ember;
 
 int main() {
+    std::cout << "== 1. The averaging trick ==\n\n";
     // Row t of a lower-triangular matrix of 1s, divided by its sum, holds t+1
     // weights of 1/(t+1): multiplying by it averages the rows up to t.
     manual_seed(3333);

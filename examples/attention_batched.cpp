@@ -25,14 +25,18 @@ static Tensor head(const Tensor& q, const Tensor& k, const Tensor& v) {
 }
 
 int main() {
+    std::cout << "== 4. All heads in one batched matmul ==\n\n";
+    std::cout << "-- One causal head on a batch (B=2, T=4, C=8) --\n";
     manual_seed(123);
     const int64_t B = 2, T = 4, C = 8;
     Tensor q = randn({B, T, C}), k = randn({B, T, C}), v = randn({B, T, C});
     Tensor out = head(q, k, v);
     std::cout << "v[0] =\n" << v[0] << "\nout[0] =\n" << out[0] << "\n";
     // Row 0 attends only to itself; row 1 is a blend of value rows 0 and 1.
-    std::cout << py_bool(allclose(v[0][0], out[0][0])) << "\n";
-    std::cout << py_bool(allclose(v[0][0] * 0.7818 + v[0][1] * 0.2182, out[0][1], 1e-5, 1e-2)) << "\n\n";
+    std::cout << "row 0 of out[0] equals row 0 of v[0] (token 0 sees only itself): "
+              << py_bool(allclose(v[0][0], out[0][0])) << "\n";
+    std::cout << "row 1 of out[0] is 0.7818 v[0][0] + 0.2182 v[0][1] (its two weights): "
+              << py_bool(allclose(v[0][0] * 0.7818 + v[0][1] * 0.2182, out[0][1], 1e-5, 1e-2)) << "\n\n";
 
     // Two heads computed one by one and concatenated...
     Tensor q1 = randn({B, T, C}), q2 = randn({B, T, C});
@@ -40,18 +44,24 @@ int main() {
     Tensor v1 = randn({B, T, C}), v2 = randn({B, T, C});
     Tensor heads = cat({head(q1, k1, v1), head(q2, k2, v2)}, -1); // (B,T,2C)
     // ...and a batched matmul multiplies matching pairs along the leading dims.
+    std::cout << "-- A batched matmul multiplies matching pairs along the leading dims --\n";
     Tensor a = arange(B * T * C * 2).view({2, B, T, C}).to(kFloat32);
     Tensor b = ones({2, B, T, C});
     Tensor c = matmul(a, b.transpose(-1, -2)); // (2,B,T,T)
     Tensor c_stack = stack({matmul(a[0], b[0].transpose(-1, -2)), matmul(a[1], b[1].transpose(-1, -2))});
-    std::cout << c_stack << "\n" << py_bool(allclose(c, c_stack)) << "\n\n";
+    std::cout << "two (B,T,C) @ (B,C,T) products, stacked: (2,B,T,T) =\n" << c_stack << "\n";
+    std::cout << "one matmul of (2,B,T,C) @ (2,B,C,T) gives the same: " << py_bool(allclose(c, c_stack)) << "\n\n";
 
     // So the heads can go in a dim of their own: (B, 2, T, C), one call.
+    std::cout << "-- Stacking heads, and indexing them --\n";
     Tensor qs = stack({q1, q2}, 1), ks = stack({k1, k2}, 1), vs = stack({v1, v2}, 1);
     Tensor heads2 = head(qs, ks, vs); // (B,2,T,C)
     // heads2 is (B,2,T,C): heads2[1] is batch element 1, not head 1, which is
     // why the notebook's comparison prints False; head 1 is heads2[:, 1].
+    Tensor head0 = heads.index({Slice(), Slice(), Slice(0, C)});    // (B,T,C)
     Tensor head1 = heads.index({Slice(), Slice(), Slice(C, None)}); // (B,T,C)
+    std::cout << "head 0 of the batched result, heads2[:, 0], equals the first head computed alone: "
+              << py_bool(allclose(head0, heads2.select(1, 0))) << "\n";
     std::cout << "heads2[1] is head 1? " << py_bool(allclose(head1, heads2[1])) << "\n";
     std::cout << "heads2[:, 1] is head 1? " << py_bool(allclose(head1, heads2.select(1, 1))) << "\n";
     // Merging heads: move the head dim next to the channels first. Without the
@@ -61,11 +71,13 @@ int main() {
               << "\n";
     std::cout << "reshape without the transpose: " << py_bool(allclose(heads, heads2.reshape({B, T, 2 * C}))) << "\n";
     Tensor x = stack({ones({B * T * C}).view({B, T, C}), ones({B * T * C}).view({B, T, C}) * 2.0}, 1);
-    std::cout << x.transpose(1, 2).reshape({B, T, C * 2}) << "\n\n";
+    std::cout << "two heads of 1s and 2s, merged: each token's row holds head 0's " << C << " channels, then head 1's\n"
+              << x.transpose(1, 2).reshape({B, T, C * 2}) << "\n\n";
 
     // "Implementing Multi-head Attention": Q, K, V and O as Linears with bias,
     // no causal mask (nn::QKVAttention); and V2, one fused qkv Linear laid
     // out per head and split with chunk (nn::FusedQKVAttention).
+    std::cout << "-- Implementing Multi-head Attention: Q, K, V and O as Linears --\n";
     manual_seed(0); // the notebook sets no seed here; ember fixes one
     const int64_t vocab_size = 15, d_model = 12, seq_len = 5, n_head = 3;
     Tensor tokens = randint(0, vocab_size, {2, seq_len});
@@ -80,6 +92,7 @@ int main() {
 
     // The list of heads and the batched form are one computation: copy the
     // heads' weights into the batched projections and compare.
+    std::cout << "-- Both forms are one computation --\n";
     manual_seed(3);
     nn::MultiHeadAttention list(n_head, d_model / n_head, d_model, seq_len, 0.0);
     nn::BatchedMultiHeadAttention batched(d_model, d_model, seq_len, 0.0, n_head);

@@ -14,6 +14,7 @@
 using namespace ember;
 
 int main() {
+    std::cout << "== 5. Causal attention with dropout ==\n\n";
     // The book's dropout demo: half the entries zeroed, the rest doubled.
     manual_seed(123);
     nn::Dropout dropout(0.5);

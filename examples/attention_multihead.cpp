@@ -13,6 +13,7 @@
 using namespace ember;
 
 int main() {
+    std::cout << "== 3. Several heads side by side ==\n\n";
     manual_seed(1337);
     const int64_t B = 4, T = 8, C = 32, head_size = 8, num_heads = 4;
     Tensor x = randn({B, T, C});

@@ -15,6 +15,7 @@
 using namespace ember;
 
 int main() {
+    std::cout << "== 2. One head ==\n\n";
     manual_seed(1337);
     const int64_t B = 4, T = 8, C = 32, head_size = 16;
     Tensor x = randn({B, T, C});
@@ -36,6 +37,7 @@ int main() {
     // Why scale: with unit-variance q and k, q.k sums head_size products, so
     // its variance is head_size; times head_size^-0.5 it is 1 again, and
     // softmax stays diffuse instead of collapsing onto the largest score.
+    std::cout << "-- Scaling --\n";
     Tensor k2 = randn({B, T, head_size});
     Tensor q2 = randn({B, T, head_size});
     Tensor scaled = matmul(q2, k2.transpose(-2, -1)) * std::pow(double(head_size), -0.5);
