@@ -108,7 +108,8 @@ output
   --sample-only CKPT     only generate text from a checkpoint
   --sample-tokens N  --temperature T  --top-k K  --sample-seed N
   --attention-map FILE   where to draw the attention of every head (default OUT/attention.svg)
-  --prompt TEXT          the text for the attention map
+  --prompt TEXT          the text for the attention map (default: the first whole
+                         line of the validation text that fits the block)
   --summary              print the model's layers, output shapes and parameter counts
                          (torchinfo's table) and exit without training
   --help

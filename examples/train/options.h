@@ -37,7 +37,7 @@ struct Options {
     int64_t top_k = 0; // 0: no top-k
     uint64_t sample_seed = 42;
     std::string attention_map;   // SVG to write, if set
-    std::string prompt;          // for the attention map (default: the start of the validation text)
+    std::string prompt;          // for the attention map (default: a whole line of the validation text)
     bool summary = false;        // print the model's summary and exit, without training
     bool overwrite = false;      // a new run may replace the checkpoint in out_dir
     std::set<std::string> given; // the flags given on the command line

@@ -39,6 +39,24 @@ std::string attention_prompt(const Options& o, const Vocab& vocab, const std::st
 
 namespace {
 
+// The attention map's prompt when --prompt is not given: the first whole
+// line of the validation text (without its newline) that fits the block and
+// a picture (48 characters) and has at least a third of that, so the map
+// shows a name or a sentence rather than a fragment; else the text's start.
+static std::string default_attention_prompt(const Vocab& vocab, const Tensor& val, int64_t block_size) {
+    const size_t longest = static_cast<size_t>(std::min<int64_t>(block_size, 48));
+    const size_t shortest = std::max<size_t>(2, longest / 3);
+    const std::string text = vocab.decode(val.slice(0, 0, std::min<int64_t>(val.numel(), 20000)));
+    size_t start = 0;
+    // Only whole lines: skip the first one, which the split may have cut.
+    if (text.find('\n') != std::string::npos) start = text.find('\n') + 1;
+    for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+        const size_t length = end - start;
+        if (length >= shortest && length <= longest) return text.substr(start, length);
+    }
+    return text.substr(0, longest);
+}
+
 // Draws every head's attention over attention_prompt(...) to o.attention_map.
 void draw_attention(nn::Module& model, const Vocab& vocab, const Options& o, const std::string& default_prompt) {
     const std::string prompt = attention_prompt(o, vocab, default_prompt);
@@ -92,8 +110,7 @@ void write_results(const Session& s, double final_train, double final_val, doubl
     if (has_attention(o.model)) {
         Options drawing = o;
         if (drawing.attention_map.empty()) drawing.attention_map = o.out_dir + "/attention.svg";
-        std::string val_text = vocab.decode(s.data.val.slice(0, 0, std::min<int64_t>(o.model.block_size, 48)));
-        draw_attention(model, vocab, drawing, val_text);
+        draw_attention(model, vocab, drawing, default_attention_prompt(vocab, s.data.val, o.model.block_size));
         written += ", " + drawing.attention_map;
     }
     std::cout << "wrote " << written << "\n";

@@ -443,7 +443,10 @@ std::string attention_svg(const std::string& prompt, const std::vector<std::vect
         std::max(gutter_left + side, gutter_left + static_cast<int>(text_width("layer 00, head 00", 13)));
     const int slot_h = title_h + gutter_top + side;
     const int grid_w = static_cast<int>(heads) * slot_w + static_cast<int>(heads - 1) * gap_x;
-    const std::string subtitle = "rows: query position (attending)  \xC2\xB7  columns: key position (attended to)" +
+    // Row 1 of a causal map holds one weight, always 1: the scale stays 0 to
+    // 1 for every row, so that equal colours mean equal weights.
+    const std::string subtitle = "rows: the query (attending)  \xC2\xB7  columns: the key (attended to)  \xC2\xB7  "
+                                 "row 1 sees only itself, so its weight is always 1" +
                                  std::string(any_nan ? "  \xC2\xB7  red: NaN" : "");
     const int bar_w = 140;
     const int head_w = static_cast<int>(std::max(text_width(title, 18) + 60 + bar_w + 40, text_width(subtitle, 12)));
