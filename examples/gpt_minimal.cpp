@@ -1,4 +1,5 @@
-// gpt_minimal: the "Let's build GPT" lecture's gpt.py as one short C++
+// gpt_minimal: the "Let's build GPT" lecture's final gpt.py (karpathy/ng-video-lecture,
+// commit 4c8e902: GPTLanguageModel, with _init_weights) as one short C++
 // program, top to bottom in its order: read the text, encode it, get_batch,
 // estimate_loss, the model (nn::GPTLanguageModel: gpt.py's classes), the AdamW loop, and
 // a sample. train_gpt does the same with presets, checkpoints and plots;

@@ -76,7 +76,10 @@ public:
     Tensor generate(Tensor idx, int64_t max_new_tokens);
 
     const GPTConfig config;
-    std::shared_ptr<Embedding> token_embedding_table, position_embedding_table;
+    std::shared_ptr<Embedding> token_embedding_table;
+    // Any module that maps the positions arange(T) (T,) to (T,C) fits here:
+    // replace_module swaps in sinusoidal or no positions (docs/extending.md).
+    std::shared_ptr<Module> position_embedding_table;
     std::shared_ptr<Sequential> blocks; // of Block
     std::shared_ptr<Module> ln_f;       // final LayerNorm
     std::shared_ptr<Linear> lm_head;

@@ -99,6 +99,52 @@ TEST_CASE("a GPT whose layers a user replaced matches its PyTorch twin", "[gpt][
     CHECK(model.ln_f->type_name() == "RMSNorm");
 }
 
+namespace {
+// Positions as the original Transformer encodes them, with no parameters:
+// pe[t, 2i] = sin(t / 10000^(2i/C)), pe[t, 2i+1] = cos(the same), with
+// 10000^(-2i/C) written exp(-2i ln(10000) / C).
+class SinusoidalPositions : public nn::Module {
+public:
+    explicit SinusoidalPositions(int64_t n_embd) : Module("SinusoidalPositions"), n_embd(n_embd) {}
+    Tensor forward(const Tensor& positions) override {                                   // (T,) -> (T,C)
+        Tensor t = positions.to(kFloat32).unsqueeze(1);                                  // (T,1)
+        Tensor i = arange(0, n_embd, 2).to(kFloat32);                                    // (C/2,)
+        Tensor angle = t * exp(i * (-std::log(10000.0) / static_cast<double>(n_embd)));  // (T,C/2)
+        return stack({sin(angle), cos(angle)}, -1).reshape({positions.size(0), n_embd}); // (T,C)
+    }
+    const int64_t n_embd;
+};
+} // namespace
+
+TEST_CASE("a GPT takes a user's position encoding", "[gpt][extend]") {
+    const nn::GPTConfig c = tiny(0.0);
+    manual_seed(0);
+    nn::GPTLanguageModel model(c);
+    const int64_t learned = model.num_parameters();
+    manual_seed(1);
+    Tensor idx = randint(0, c.vocab_size, {2, c.block_size});
+    // Sinusoids in place of the learned table: its block_size x n_embd
+    // parameters are gone, and the model runs on them.
+    model.position_embedding_table =
+        model.replace_module("position_embedding_table", std::make_shared<SinusoidalPositions>(c.n_embd));
+    CHECK(model.num_parameters() == learned - c.block_size * c.n_embd);
+    Tensor with_sines = model(idx);
+    // The same model with its learned table holding those sinusoids gives the same logits.
+    manual_seed(0);
+    nn::GPTLanguageModel reference(c);
+    {
+        NoGradGuard no_grad;
+        auto table = std::dynamic_pointer_cast<nn::Embedding>(reference.position_embedding_table);
+        REQUIRE(table);
+        table->weight.copy_(SinusoidalPositions(c.n_embd)(arange(c.block_size)));
+    }
+    require_equal(with_sines, reference(idx), "sinusoidal positions against a table holding them");
+    // And pe[1, 0] = sin(1), pe[1, 1] = cos(1), from the formula.
+    Tensor pe = SinusoidalPositions(c.n_embd)(arange(2));
+    CHECK(pe[1][0].item<float>() == Approx(std::sin(1.0)));
+    CHECK(pe[1][1].item<float>() == Approx(std::cos(1.0)));
+}
+
 TEST_CASE("replace_module refuses what it cannot do", "[gpt][extend][errors]") {
     nn::Block block(16, 2, 8, 0.0);
     CHECK_THROWS_WITH(block.replace_module("ln3", std::make_shared<RMSNorm>(16)),

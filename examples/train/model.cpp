@@ -102,8 +102,9 @@ public:
 };
 
 // The stages between bigram and gpt: embeddings, then the stage's middle
-// (none for embed), a final LayerNorm (layernorm), then lm_head. Without
-// gpt.py's _init_weights, as in the video.
+// (none for embed), a final LayerNorm (layernorm), then lm_head. The video's
+// code: BigramLanguageModel, without the final gpt.py's _init_weights
+// (docs/gpt.md, "Which gpt.py").
 class StageModel : public nn::Module {
 public:
     explicit StageModel(const ModelConfig& c) : Module("BigramLanguageModel"), block_size(c.block_size) {
