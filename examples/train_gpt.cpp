@@ -44,7 +44,7 @@ int train_loop(Session& s) {
     nn::Module& model = *s.model;
     optim::AdamW& optimizer = *s.optimizer;
     const int64_t first_step = s.run.next_step;
-    Progress progress(o.max_iters, o.batch_size * o.model.block_size, isatty(fileno(stdout)) != 0,
+    Progress progress(o.max_iters, o.grad_accum * o.batch_size * o.model.block_size, isatty(fileno(stdout)) != 0,
                       std::max<int64_t>(1, o.eval_interval / 5));
     double exchange_seconds = 0; // in the all-reduce of gradients and loss, over all steps
     model.train();
@@ -53,16 +53,25 @@ int train_loop(Session& s) {
             if (const int stop = evaluate(s, step, first_step, progress); stop != 0) return stop;
         }
         const auto started = std::chrono::steady_clock::now();
-        auto [xb, yb] = get_batch_share(s.data.train, o.batch_size, o.model.block_size); // (B/N,T) each
-        Tensor loss = share_loss(model, xb, yb, o, step);                                // forward and loss
         optimizer.zero_grad();
-        loss.backward();
+        // --grad-accum G: G batches' gradients add up, each loss divided by G,
+        // so the step follows the mean loss of G x batch_size sequences.
+        Tensor loss = zeros({});
+        for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
+            auto [xb, yb] = get_batch_share(s.data.train, o.batch_size, o.model.block_size); // (B/N,T) each
+            // (each micro-batch its own dropout stream under mpirun: Note [dropout over ranks])
+            Tensor micro_loss = share_loss(model, xb, yb, o, step * o.grad_accum + micro); // forward and loss
+            if (o.grad_accum > 1) micro_loss = micro_loss / static_cast<double>(o.grad_accum);
+            micro_loss.backward();
+            loss = loss + micro_loss.detach();
+        }
         const double batch_loss = exchange_gradients(model, loss, exchange_seconds);          // one process: as is
         const double grad_norm = optim::clip_grad_norm_(model.parameters(), o.max_grad_norm); // infinity: not clipped
         if (!finite_step(batch_loss, grad_norm, o.max_grad_norm)) {
             progress.finish();
             return stop_diverged(s, step, first_step, batch_loss, grad_norm); // keeps the last good checkpoint
         }
+        optimizer.options.lr = learning_rate_at(o, step); // nanoGPT's warm-up and cosine; --lr without them
         optimizer.step();
         record_step(s, step, batch_loss, started, progress);
         if (interrupted_everywhere()) return stop_interrupted(s, first_step, progress, default_generator().get_state());

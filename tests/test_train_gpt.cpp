@@ -24,6 +24,7 @@
 #include "../examples/train/guard.h"
 #include "../examples/train/memory.h"
 #include "../examples/train/model.h"
+#include "../examples/train/options.h"
 #include "../examples/train/run_state.h"
 #include "check.h"
 #include "core/kernels/dispatch.h"
@@ -139,6 +140,26 @@ TEST_CASE("train_gpt's first 10 losses match its PyTorch twin's", "[train_gpt]")
     }
 }
 
+TEST_CASE("the learning rate follows nanoGPT's get_lr", "[train_gpt][schedule]") {
+    train::Options o;
+    o.lr = 1e-3, o.warmup_iters = 100, o.lr_decay_iters = 2000, o.min_lr = 1e-4;
+    // Warm-up: lr * (it + 1) / (warmup_iters + 1).
+    CHECK(train::learning_rate_at(o, 0) == Approx(1e-3 / 101));
+    CHECK(train::learning_rate_at(o, 99) == Approx(1e-3 * 100 / 101));
+    // The cosine: cos(0) = 1 at its start, cos(pi/2) = 0 halfway, cos(pi) = -1 at its end.
+    CHECK(train::learning_rate_at(o, 100) == Approx(1e-3));
+    CHECK(train::learning_rate_at(o, 1050) == Approx(1e-4 + 0.5 * (1e-3 - 1e-4)));
+    CHECK(train::learning_rate_at(o, 2000) == Approx(1e-4));
+    CHECK(train::learning_rate_at(o, 5000) == Approx(1e-4));
+    // Without --min-lr, lr / 10; without decay, lr after the warm-up.
+    o.min_lr = NAN;
+    CHECK(train::learning_rate_at(o, 2000) == Approx(1e-4));
+    o.lr_decay_iters = 0;
+    CHECK(train::learning_rate_at(o, 3000) == Approx(1e-3));
+    // The defaults: --lr at every step, as before.
+    CHECK(train::learning_rate_at(train::Options{}, 0) == train::Options{}.lr);
+}
+
 TEST_CASE("a resumed run continues exactly as an uninterrupted one", "[train_gpt]") {
     // A stage preset (the lecture's classes), and gpt.py's GPT in either model;
     // each checkpoint says which model it holds, and --resume and
@@ -146,7 +167,14 @@ TEST_CASE("a resumed run continues exactly as an uninterrupted one", "[train_gpt
     const std::string small = " --n-embd 16 --n-head 2 --n-layer 1 --block-size 16 --batch-size 8";
     for (const auto& [flags, model] : {std::pair<std::string, std::string>{"--preset blocks", "lecture"},
                                        {"--model lecture" + small, "lecture"},
-                                       {"--model fast --dropout 0.1" + small, "fast"}}) {
+                                       {"--model fast --dropout 0.1" + small, "fast"},
+                                       // nanoGPT's tools: the schedule, AdamW's settings and the
+                                       // accumulation are in the checkpoint (resuming without
+                                       // them would take other steps)
+                                       {"--model fast" + small +
+                                            " --warmup-iters 3 --lr-decay-iters 10 --min-lr 1e-4 --beta2 0.99"
+                                            " --weight-decay 0.1 --grad-accum 2",
+                                        "fast"}}) {
         INFO(flags);
         std::string whole = scratch_dir("whole"), parts = scratch_dir("parts");
         REQUIRE(
@@ -254,6 +282,12 @@ TEST_CASE("bad input exits with status 2 and a clear message, losing nothing", "
     expect(run("--lr inf"), "--lr expects a finite number");
     expect(run("--max-grad-norm 0"), "--max-grad-norm must be a positive number");
     expect(run("--max-grad-norm abc"), "--max-grad-norm expects a finite number");
+    expect(run("--warmup-iters 100 --lr-decay-iters 50"), "--lr-decay-iters (50) must be past the warm-up");
+    expect(run("--lr 0.001 --min-lr 0.01"), "--min-lr (0.01) must not exceed --lr (0.001)");
+    expect(run("--beta2 1"), "--beta2 must be below 1");
+    expect(run("--beta1 -0.1"), "--beta1");
+    expect(run("--grad-accum 0"), "--grad-accum");
+    expect(run("--weight-decay -1"), "--weight-decay");
     std::ofstream(dir + "/a_file") << "x";
     expect(run("--preset bigram --out " + dir + "/a_file"), "--out " + dir + "/a_file: cannot make it a directory");
     expect(run("--n-embd abc"), "--n-embd expects an integer");

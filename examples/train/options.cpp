@@ -91,6 +91,13 @@ data and presets
 model and training (override the preset)
   --n-embd N  --n-head N  --n-layer N  --block-size N  --dropout P
   --batch-size N  --lr X  --max-iters N  --eval-interval N  --eval-iters N
+  --warmup-iters N       raise the learning rate linearly over the first N steps (default 0)
+  --lr-decay-iters N     then lower it along a cosine, reaching --min-lr at step N
+                         (default 0: no decay); nanoGPT's schedule
+  --min-lr X             the learning rate after the decay (default: --lr / 10)
+  --beta1 B  --beta2 B  --weight-decay W
+                         AdamW's (default 0.9, 0.999, 0.01: PyTorch's, as gpt.py)
+  --grad-accum N         add up the gradients of N batches before each step (default 1)
   --max-grad-norm X      clip the gradients' global norm to X (default: no clipping)
   --divergence-ratio R   stop (exit status 3) when the val loss rises above R times
                          its lowest so far (default 2); the checkpoints keep the
@@ -125,6 +132,13 @@ std::string not_empty(const std::string& flag, const std::string& value, const c
     return value;
 }
 
+// A value in [0, 1), as AdamW's betas must be.
+double unit_interval(const std::string& flag, const std::string& value) {
+    const double x = flags::real(flag, value, 0);
+    if (!(x < 1)) throw UsageError(flag + " must be below 1, got " + value);
+    return x;
+}
+
 using Setter = std::function<void(const std::string&, const std::string&)>;
 
 // What each flag that takes a value does with it, and the values it accepts:
@@ -156,6 +170,13 @@ std::map<std::string, Setter> setters(Options& o) {
          }},
         {"--batch-size", [&](auto& f, auto& v) { o.batch_size = integer(f, v, 1, kBig); }},
         {"--lr", [&](auto& f, auto& v) { o.lr = real(f, v, 0); }},
+        {"--warmup-iters", [&](auto& f, auto& v) { o.warmup_iters = integer(f, v, 0, kBig); }},
+        {"--lr-decay-iters", [&](auto& f, auto& v) { o.lr_decay_iters = integer(f, v, 0, kBig); }},
+        {"--min-lr", [&](auto& f, auto& v) { o.min_lr = real(f, v, 0); }},
+        {"--beta1", [&](auto& f, auto& v) { o.beta1 = unit_interval(f, v); }},
+        {"--beta2", [&](auto& f, auto& v) { o.beta2 = unit_interval(f, v); }},
+        {"--weight-decay", [&](auto& f, auto& v) { o.weight_decay = real(f, v, 0); }},
+        {"--grad-accum", [&](auto& f, auto& v) { o.grad_accum = integer(f, v, 1, kBig); }},
         {"--max-grad-norm", [&](auto& f, auto& v) { o.max_grad_norm = positive(f, v); }},
         {"--divergence-ratio",
          [&](auto& f, auto& v) {
@@ -197,6 +218,12 @@ void set_option(Options& o, const std::string& flag, const std::string& value) {
 }
 
 void check_options(const Options& o) {
+    if (o.lr_decay_iters > 0 && o.lr_decay_iters <= o.warmup_iters)
+        throw UsageError("--lr-decay-iters (" + std::to_string(o.lr_decay_iters) +
+                         ") must be past the warm-up, --warmup-iters (" + std::to_string(o.warmup_iters) + ")");
+    if (!std::isnan(o.min_lr) && o.min_lr > o.lr)
+        throw UsageError("--min-lr (" + flags::format("%g", o.min_lr) + ") must not exceed --lr (" +
+                         flags::format("%g", o.lr) + ")");
     if (o.model.n_embd % o.model.n_head != 0)
         throw UsageError("--n-embd (" + std::to_string(o.model.n_embd) + ") must be divisible by --n-head (" +
                          std::to_string(o.model.n_head) + ")");

@@ -32,6 +32,13 @@ nn::Metadata settings(const RunState& run) {
             {"batch_size", std::to_string(o.batch_size)},
             {"lr", format("%.17g", o.lr)},
             {"max_grad_norm", format("%.17g", o.max_grad_norm)},
+            {"warmup_iters", std::to_string(o.warmup_iters)},
+            {"lr_decay_iters", std::to_string(o.lr_decay_iters)},
+            {"min_lr", format("%.17g", std::isnan(o.min_lr) ? o.lr / 10 : o.min_lr)},
+            {"beta1", format("%.17g", o.beta1)},
+            {"beta2", format("%.17g", o.beta2)},
+            {"weight_decay", format("%.17g", o.weight_decay)},
+            {"grad_accum", std::to_string(o.grad_accum)},
             {"max_iters", std::to_string(o.max_iters)},
             {"eval_interval", std::to_string(o.eval_interval)},
             {"eval_iters", std::to_string(o.eval_iters)},
@@ -59,7 +66,23 @@ const std::pair<const char*, const char*> kSettingFlags[] = {
     {"eval_interval", "--eval-interval"},
     {"eval_iters", "--eval-iters"},
     {"seed", "--seed"},
+    // Files from before nanoGPT's schedule lack these: they keep the defaults.
+    {"warmup_iters", "--warmup-iters"},
+    {"lr_decay_iters", "--lr-decay-iters"},
+    {"min_lr", "--min-lr"},
+    {"beta1", "--beta1"},
+    {"beta2", "--beta2"},
+    {"weight_decay", "--weight-decay"},
+    {"grad_accum", "--grad-accum"},
 };
+
+// The settings a train_gpt checkpoint may lack (written before they existed).
+bool optional_setting(const std::string& key) {
+    for (const char* k :
+         {"max_grad_norm", "warmup_iters", "lr_decay_iters", "min_lr", "beta1", "beta2", "weight_decay", "grad_accum"})
+        if (key == k) return true;
+    return false;
+}
 
 [[noreturn]] void bad_file(const std::string& path, const std::string& what) {
     throw nn::SafetensorsError("[train_gpt] " + path + " is not a usable train_gpt checkpoint: " + what);
@@ -173,7 +196,7 @@ RunState read_run(const std::string& path) {
     // (eval_interval=0 would divide by zero, n_layer=1e8 build forever).
     for (const auto& [key, flag] : kSettingFlags) {
         const bool clipping = key == std::string("max_grad_norm");
-        if (clipping && !meta.count(key)) continue; // not in older files: no clipping
+        if (optional_setting(key) && !meta.count(key)) continue; // not in older files: the default
         const std::string value = field(meta, path, key);
         if (clipping && value == "inf") continue; // no clipping, the default
         try {

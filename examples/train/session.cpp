@@ -29,7 +29,7 @@ const char* kGeneratedPlay = "(generated play)"; // the data_name of the default
 // learning rate and clipping, to go on more gently after a divergence).
 Options resumed_options(const Options& given, const RunState& run) {
     for (const char* flag : {"--preset", "--model", "--n-embd", "--n-head", "--n-layer", "--block-size", "--dropout",
-                             "--batch-size", "--eval-interval", "--eval-iters", "--seed"})
+                             "--batch-size", "--grad-accum", "--eval-interval", "--eval-iters", "--seed"})
         if (given.given.count(flag))
             throw UsageError(std::string(flag) + " cannot change when resuming (the checkpoint fixes it)");
     Options o = run.options;
@@ -49,6 +49,13 @@ Options resumed_options(const Options& given, const RunState& run) {
     if (given.given.count("--max-iters")) o.max_iters = given.max_iters; // training longer is fine
     if (given.given.count("--lr")) o.lr = given.lr;
     if (given.given.count("--max-grad-norm")) o.max_grad_norm = given.max_grad_norm;
+    // The rest of the optimiser's settings may change too (the schedule, to go on longer or gentler).
+    if (given.given.count("--warmup-iters")) o.warmup_iters = given.warmup_iters;
+    if (given.given.count("--lr-decay-iters")) o.lr_decay_iters = given.lr_decay_iters;
+    if (given.given.count("--min-lr")) o.min_lr = given.min_lr;
+    if (given.given.count("--beta1")) o.beta1 = given.beta1;
+    if (given.given.count("--beta2")) o.beta2 = given.beta2;
+    if (given.given.count("--weight-decay")) o.weight_decay = given.weight_decay;
     o.data_path = given.given.count("--data") ? given.data_path : run.data_name == kGeneratedPlay ? "" : run.data_name;
     return o;
 }
@@ -175,7 +182,12 @@ std::vector<int> ranks_differing_from_rank_0(uint64_t value) {
 // What every rank must share: the settings that shape training and the text...
 uint64_t settings_fingerprint(const Options& o, uint64_t data_fingerprint) {
     const ModelConfig& m = o.model;
-    return fingerprint(format("%s %s %lld %lld %lld %lld %lld %.17g %lld %.17g %.17g %lld %lld %lld %llu %.17g %llu",
+    const std::string optimiser =
+        format("%lld %lld %.17g %.17g %.17g %.17g %lld", static_cast<long long>(o.warmup_iters),
+               static_cast<long long>(o.lr_decay_iters), o.min_lr, o.beta1, o.beta2, o.weight_decay,
+               static_cast<long long>(o.grad_accum));
+    return fingerprint(optimiser +
+                       format("%s %s %lld %lld %lld %lld %lld %.17g %lld %.17g %.17g %lld %lld %lld %llu %.17g %llu",
                               stage_name(m.stage), kind_name(m.kind), static_cast<long long>(m.vocab_size),
                               static_cast<long long>(m.block_size), static_cast<long long>(m.n_embd),
                               static_cast<long long>(m.n_head), static_cast<long long>(m.n_layer), m.dropout,
@@ -293,7 +305,9 @@ Session start_session(Options o) {
     // ---- model and optimiser (drawing from the seeded generator, as the lecture) --------
     manual_seed(o.seed);
     s.model = make_model(o.model);
-    s.optimizer = std::make_unique<optim::AdamW>(s.model->parameters(), optim::AdamWOptions{.lr = o.lr});
+    s.optimizer = std::make_unique<optim::AdamW>(
+        s.model->parameters(),
+        optim::AdamWOptions{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .weight_decay = o.weight_decay});
     if (!o.resume.empty()) restore_run(o.resume, *s.model, s.optimizer.get());
     // Every rank built (or restored) the same weights from the same seed (or
     // file); rank 0's are copied to all the same, as DistributedDataParallel does.
