@@ -15,8 +15,11 @@ lines that follow it. A block reads as a terminal does:
     initial loss: 4.1604 (ln 65 = 4.1744)
     ```
 
-* `$ ` starts a command, run by sh; a leading `build/` is the build folder
-  under test. The lines after it, up to the next command, are its output.
+* `$ ` starts a command, run by sh in a scratch folder that links to every
+  top-level entry of the source tree (so `data/...` and `docs/...` work),
+  with `build` linking to the build folder under test; files the command
+  writes (`out/...`) land in the scratch folder, never in the tree. The
+  lines after it, up to the next command, are its output.
 * The quoted lines must be the output's lines in order. A line `...` stands
   for any number of lines (at the start: the quote begins mid-output; at
   the end: more follows); without it the lines must be consecutive.
@@ -26,6 +29,8 @@ lines that follow it. A block reads as a terminal does:
   tolerance for the other numbers, `console tolerance=0.01` (absolute), for
   output that depends on the CPU's rounding (docs/testing.md says which).
 * The command must exit with status 0, unless the block says `status=N`.
+  The quoted lines are its standard output; `stderr=yes` adds its error
+  output after it (for a program's error messages).
 
 It prints each block it checked, and for a mismatch the quoted line, the
 output around where it was expected, and the file and line of the block.
@@ -34,8 +39,10 @@ Exit status 1 if any block failed. Only the Python standard library is used.
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 NUMBER = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
 TIME_UNIT = r"(?:\s?(?:s|ms|us|µs|min|tokens/s))(?![A-Za-z])"
@@ -162,6 +169,11 @@ def main():
     files = sys.argv[3:] or (["README.md"] + sorted(glob.glob("docs/*.md", root_dir=root)) +
                              ["scratch/README.md", "examples/README.md"])
     failed = checked = 0
+    work = tempfile.mkdtemp(prefix="doc_outputs.")
+    for entry in os.listdir(root):
+        if entry not in ("build", "out") and not entry.startswith("."):
+            os.symlink(os.path.join(root, entry), os.path.join(work, entry))
+    os.symlink(build, os.path.join(work, "build"))
     for name in files:
         path = os.path.join(root, name)
         for start, options, runs in blocks(path):
@@ -169,8 +181,7 @@ def main():
             status = int(options.get("status", 0))
             for command, quoted in runs:
                 checked += 1
-                run = re.sub(r"(^|[\s;&|(])build/", lambda m: m.group(1) + build + "/", command)
-                r = subprocess.run(["sh", "-c", run], cwd=root, capture_output=True, text=True)
+                r = subprocess.run(["sh", "-c", command], cwd=work, capture_output=True, text=True)
                 printed = (r.stdout + r.stderr if options.get("stderr") == "yes" else r.stdout).split("\n")
                 problem = None
                 if r.returncode != status:
@@ -183,6 +194,7 @@ def main():
                     print(f"FAILED {where}: $ {command}\n  {problem}\n")
                 else:
                     print(f"ok     {where}: $ {command}")
+    shutil.rmtree(work)
     print(f"{checked} quoted commands checked, {failed} failed")
     if checked == 0:
         print("no console blocks found: the docs lost their quoted output?")
