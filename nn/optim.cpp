@@ -111,6 +111,25 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o) : Optimizer(std::move(p
     if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1))
         fail<ValueError>("AdamW", "betas must be in [0, 1), got ", o.beta1, " and ", o.beta2);
     state_.resize(params_.size());
+    weight_decay_.assign(params_.size(), NAN);
+}
+
+namespace {
+std::vector<Tensor> all_params(const std::vector<AdamWParamGroup>& groups) {
+    std::vector<Tensor> all;
+    for (const AdamWParamGroup& g : groups) all.insert(all.end(), g.params.begin(), g.params.end());
+    return all;
+}
+} // namespace
+
+AdamW::AdamW(const std::vector<AdamWParamGroup>& groups, AdamWOptions o) : AdamW(all_params(groups), o) {
+    size_t i = 0;
+    for (size_t g = 0; g < groups.size(); ++g) {
+        if (!(groups[g].weight_decay >= 0))
+            fail<ValueError>("AdamW", "param group ", g, ": weight_decay must be non-negative, got ",
+                             groups[g].weight_decay);
+        for (size_t k = 0; k < groups[g].params.size(); ++k) weight_decay_[i++] = groups[g].weight_decay;
+    }
 }
 
 void AdamW::step() {
@@ -132,6 +151,7 @@ void AdamW::step() {
         const double bias_correction2 = 1 - std::pow(options.beta2, static_cast<double>(s.step));
         const double step_size = options.lr / bias_correction1;
         const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+        const double weight_decay = std::isnan(weight_decay_[i]) ? options.weight_decay : weight_decay_[i];
         Tensor g = grad_of(p);
         dispatch_floating(p.dtype(), "AdamW", [&]<typename T>(TypeTag<T>) {
             T* param = p.data_ptr<T>();
@@ -140,7 +160,7 @@ void AdamW::step() {
             T* exp_avg_sq = s.exp_avg_sq.data_ptr<T>();
             // Each Python float becomes the tensor's dtype where it meets a tensor.
             const internal::AdamWScalars<T> scalars{
-                .decay = static_cast<T>(1 - options.lr * options.weight_decay),
+                .decay = static_cast<T>(1 - options.lr * weight_decay),
                 .beta1 = static_cast<T>(options.beta1),
                 .one_minus_beta1 = static_cast<T>(1 - options.beta1),
                 .beta2 = static_cast<T>(options.beta2),

@@ -72,9 +72,22 @@ struct AdamWOptions {
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // As in PyTorch, each parameter counts its own steps t, and its state is
 // created at its first step with a gradient (in the parameter's dtype then).
+//
+// Parameter groups: PyTorch's AdamW([{'params': decay, 'weight_decay': 0.1},
+// {'params': no_decay, 'weight_decay': 0.0}], ...), as nanoGPT's
+// configure_optimizers decays the 2-d tensors (weights, embeddings) and
+// leaves biases and norms alone. Each group has a weight decay of its own;
+// the options' other fields (lr, betas, eps) apply to all. The state's
+// indices count the parameters group after group, as PyTorch's.
+struct AdamWParamGroup {
+    std::vector<Tensor> params;
+    double weight_decay;
+};
+
 class AdamW : public Optimizer {
 public:
     AdamW(std::vector<Tensor> params, AdamWOptions options = {});
+    AdamW(const std::vector<AdamWParamGroup>& groups, AdamWOptions options = {});
     void step() override;
     nn::StateDict state_dict() const override;
     void load_state_dict(const nn::StateDict& state) override;
@@ -86,6 +99,7 @@ private:
         Tensor exp_avg, exp_avg_sq; // m and v; undefined before the first update
     };
     std::vector<State> state_;
+    std::vector<double> weight_decay_; // per parameter; NaN: options.weight_decay
 };
 
 // Scales all gradients together so that their global norm (the norm of the

@@ -45,6 +45,25 @@ TEST_CASE("SGD and AdamW update parameters as torch.optim does", "[optim]") {
         return std::make_unique<optim::AdamW>(
             p, optim::AdamWOptions{.lr = 0.1, .beta1 = 0.8, .beta2 = 0.9, .weight_decay = 0.1});
     });
+    // Two groups: the weight decayed (0.5), the bias not; the options' own
+    // weight_decay (left at 0.01) applies to neither.
+    check_steps("adamw_groups", [](std::vector<Tensor> p) {
+        return std::make_unique<optim::AdamW>(std::vector<optim::AdamWParamGroup>{{{p[0]}, 0.5}, {{p[1]}, 0.0}},
+                                              optim::AdamWOptions{.lr = 0.1, .beta1 = 0.8, .beta2 = 0.9});
+    });
+}
+
+TEST_CASE("AdamW's groups decay only their own parameters", "[optim]") {
+    // One step from zero gradients: Adam's part is 0, so p = p * (1 - lr * wd) exactly.
+    Tensor a = ones({2}).requires_grad_(), b = ones({2}).requires_grad_();
+    optim::AdamW opt(std::vector<optim::AdamWParamGroup>{{{a}, 0.5}, {{b}, 0.0}}, optim::AdamWOptions{.lr = 0.1});
+    a.set_grad(zeros({2}));
+    b.set_grad(zeros({2}));
+    opt.step();
+    CHECK(a[0].item<float>() == Approx(0.95));
+    CHECK(b[0].item<float>() == 1.0f);
+    CHECK_THROWS_WITH(optim::AdamW(std::vector<optim::AdamWParamGroup>{{{a}, -1.0}}),
+                      Catch::Contains("[AdamW]") && Catch::Contains("param group 0"));
 }
 
 TEST_CASE("AdamW's defaults are PyTorch's", "[optim]") {
