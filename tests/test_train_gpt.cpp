@@ -165,16 +165,19 @@ TEST_CASE("a resumed run continues exactly as an uninterrupted one", "[train_gpt
     // each checkpoint says which model it holds, and --resume and
     // --sample-only build that one.
     const std::string small = " --n-embd 16 --n-head 2 --n-layer 1 --block-size 16 --batch-size 8";
-    for (const auto& [flags, model] : {std::pair<std::string, std::string>{"--preset blocks", "lecture"},
-                                       {"--model lecture" + small, "lecture"},
-                                       {"--model fast --dropout 0.1" + small, "fast"},
-                                       // nanoGPT's tools: the schedule, AdamW's settings and the
-                                       // accumulation are in the checkpoint (resuming without
-                                       // them would take other steps)
-                                       {"--model fast" + small +
-                                            " --warmup-iters 3 --lr-decay-iters 10 --min-lr 1e-4 --beta2 0.99"
-                                            " --weight-decay 0.1 --grad-accum 2",
-                                        "fast"}}) {
+    for (const auto& [flags, model] :
+         {std::pair<std::string, std::string>{"--preset blocks", "lecture"},
+          {"--model lecture" + small, "lecture"},
+          {"--model fast --dropout 0.1" + small, "fast"},
+          // nanoGPT's tools: the schedule, AdamW's settings and the
+          // accumulation are in the checkpoint (resuming without
+          // them would take other steps)
+          {"--model fast" + small +
+               " --warmup-iters 3 --lr-decay-iters 10 --min-lr 1e-4 --beta2 0.99"
+               " --weight-decay 0.1 --grad-accum 2",
+           "fast"},
+          // nanoGPT's model, untied and with biases: both in the checkpoint
+          {"--model nanogpt --bias yes --tie-weights no --dropout 0.1" + small + " --weight-decay 0.1", "nanogpt"}}) {
         INFO(flags);
         std::string whole = scratch_dir("whole"), parts = scratch_dir("parts");
         REQUIRE(
@@ -288,6 +291,9 @@ TEST_CASE("bad input exits with status 2 and a clear message, losing nothing", "
     expect(run("--beta1 -0.1"), "--beta1");
     expect(run("--grad-accum 0"), "--grad-accum");
     expect(run("--weight-decay -1"), "--weight-decay");
+    expect(run("--bias yes"), "--bias is an option of the nanoGPT model (--model nanogpt)");
+    expect(run("--model nanogpt --tie-weights maybe"), "--tie-weights expects yes or no");
+    expect(run("--model nano"), "unknown model \"nano\" (lecture, fast or nanogpt)");
     std::ofstream(dir + "/a_file") << "x";
     expect(run("--preset bigram --out " + dir + "/a_file"), "--out " + dir + "/a_file: cannot make it a directory");
     expect(run("--n-embd abc"), "--n-embd expects an integer");
@@ -560,6 +566,19 @@ TEST_CASE("the parameter count is make_model's without building it", "[train_gpt
         c.kind = train::ModelKind::Lecture;
         CHECK(train::count_parameters(c) == static_cast<double>(train::make_model(c)->num_parameters()));
     }
+    // nanoGPT's model, with and without biases and tying.
+    for (bool bias : {false, true})
+        for (bool tie : {true, false}) {
+            train::ModelConfig c{.vocab_size = 7, .block_size = 5, .n_embd = 12, .n_head = 3, .n_layer = 2};
+            c.kind = train::ModelKind::NanoGPT, c.bias = bias, c.tie_weights = tie;
+            INFO("nanogpt, bias " << bias << ", tied " << tie);
+            CHECK(train::count_parameters(c) == static_cast<double>(train::make_model(c)->num_parameters()));
+        }
+    // The macbook preset's model: nanoGPT prints "number of parameters: 0.80M"
+    // for it, excluding the position table (64 x 128): 804,096 - 8,192 = 795,904.
+    train::ModelConfig macbook{.vocab_size = 65, .block_size = 64, .n_embd = 128, .n_head = 4, .n_layer = 4};
+    macbook.kind = train::ModelKind::NanoGPT;
+    CHECK(train::make_model(macbook)->num_parameters() == 804096);
 }
 
 TEST_CASE("the stage presets run the lecture's ops; the gpt stage's default, the fused attention",

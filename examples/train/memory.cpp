@@ -14,7 +14,15 @@ double count_parameters(const ModelConfig& c) {
     const double V = static_cast<double>(c.vocab_size), T = static_cast<double>(c.block_size),
                  C = static_cast<double>(c.n_embd), L = static_cast<double>(c.n_layer);
     if (c.stage == Stage::Bigram) return V * V; // the (V,V) table
-    const double embeddings = V * C + T * C;    // token and position tables
+    if (c.stage == Stage::GPT && c.kind == ModelKind::NanoGPT) {
+        // nanoGPT's layout: c_attn (3C,C), c_proj (C,C), c_fc (4C,C), c_proj
+        // (C,4C), two LayerNorms per block and ln_f; biases only with --bias
+        // yes; lm_head shares wte's weight unless --tie-weights no.
+        const double bias = c.bias ? 1 : 0;
+        const double block = 12 * C * C + bias * (3 * C + C + 4 * C + C) + 2 * C * (1 + bias);
+        return V * C + T * C + L * block + C * (1 + bias) + (c.tie_weights ? 0 : C * V);
+    }
+    const double embeddings = V * C + T * C; // token and position tables
     const double lm_head = C * V + V;
     const double heads = 3 * C * C;                           // key, query and value of every head together, no biases
     const double projection = C * C + C;                      // the heads' output projection
@@ -48,7 +56,7 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t batch_size, double 
     const double btc = B * T * C, att = B * NH * T * T, btv = B * T * V;
     if (c.stage == Stage::Bigram) {
         m.activations = 4 * 3 * btv; // the logits, their softmax and gradient
-    } else if (c.stage == Stage::GPT && c.kind == ModelKind::Fast) {
+    } else if (c.stage == Stage::GPT && c.kind != ModelKind::Lecture) {
         // The fast model keeps no (T,T) weights (flash) but its dropout's bit
         // masks; its mask is one (T,T) of bools per layer.
         m.buffers = L * T * T;

@@ -36,12 +36,15 @@ bool has_attention(const ModelConfig& config) {
     return config.stage != Stage::Bigram && config.stage != Stage::Embed && (!stacks_blocks || config.n_layer > 0);
 }
 
-const char* kind_name(ModelKind kind) { return kind == ModelKind::Lecture ? "lecture" : "fast"; }
+const char* kind_name(ModelKind kind) {
+    return kind == ModelKind::Lecture ? "lecture" : kind == ModelKind::Fast ? "fast" : "nanogpt";
+}
 
 ModelKind kind_from_name(const std::string& name) {
     if (name == "lecture") return ModelKind::Lecture;
     if (name == "fast") return ModelKind::Fast;
-    throw std::invalid_argument("unknown model \"" + name + "\" (lecture or fast)");
+    if (name == "nanogpt") return ModelKind::NanoGPT;
+    throw std::invalid_argument("unknown model \"" + name + "\" (lecture, fast or nanogpt)");
 }
 
 namespace {
@@ -164,6 +167,22 @@ public:
 std::shared_ptr<nn::Module> make_model(const ModelConfig& c) {
     if (c.stage == Stage::Bigram) return std::make_shared<Bigram>(c.vocab_size);
     if (c.stage != Stage::GPT) return std::make_shared<StageModel>(c);
+    if (c.kind == ModelKind::NanoGPT) {
+        // nanoGPT's model.py: its layout, and its initialisation drawn by the constructor.
+        nn::fast::GPTConfig config{.vocab_size = c.vocab_size,
+                                   .block_size = c.block_size,
+                                   .n_embd = c.n_embd,
+                                   .n_head = c.n_head,
+                                   .n_layer = c.n_layer,
+                                   .dropout = c.dropout,
+                                   .bias = c.bias,
+                                   .qkv_bias = c.bias,
+                                   .lm_head_bias = false,
+                                   .tie_weights = c.tie_weights,
+                                   .embedding_dropout = true,
+                                   .activation = nn::fast::Activation::gelu};
+        return std::make_shared<nn::fast::GPT>(config);
+    }
     const nn::GPTConfig config{.vocab_size = c.vocab_size,
                                .block_size = c.block_size,
                                .n_embd = c.n_embd,

@@ -34,8 +34,12 @@ enum class Stage { Bigram, Embed, Head, MultiHead, FeedForward, Blocks, LayerNor
 const char* stage_name(Stage stage);
 Stage stage_from_name(const std::string& name); // throws std::invalid_argument
 
-// Which model runs the gpt stage: the lecture's classes or the fast model.
-enum class ModelKind { Lecture, Fast };
+// Which model runs the gpt stage: the lecture's classes, the fast model with
+// gpt.py's function and weights, or the fast model as nanoGPT's model.py
+// builds it (GELU, LayerNorms and Linears without biases unless --bias yes,
+// lm_head tied to the token embedding, dropout on the embeddings, and
+// nanoGPT's own initialisation, c_proj scaled by 1/sqrt(2 n_layer)).
+enum class ModelKind { Lecture, Fast, NanoGPT };
 const char* kind_name(ModelKind kind);
 ModelKind kind_from_name(const std::string& name); // throws std::invalid_argument
 
@@ -48,6 +52,9 @@ struct ModelConfig {
     int64_t n_layer = 3;
     double dropout = 0.0;
     ModelKind kind = ModelKind::Fast; // for Stage::GPT
+    // The nanoGPT model's options (nanoGPT's train.py defaults).
+    bool bias = false;
+    bool tie_weights = true;
 };
 
 // Whether the model attends (and so has heads to draw): not bigram and

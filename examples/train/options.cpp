@@ -55,6 +55,23 @@ const Preset kPresets[] = {
      5000,
      500,
      200},
+    // nanoGPT's README, "I only have a macbook": train_shakespeare_char.py
+    // with --block_size=64 --batch_size=12 --n_layer=4 --n_head=4
+    // --n_embd=128 --max_iters=2000 --lr_decay_iters=2000 --dropout=0.0
+    // --eval_iters=20; the rest below, in apply_preset.
+    {"macbook",
+     {.stage = Stage::GPT,
+      .block_size = 64,
+      .n_embd = 128,
+      .n_head = 4,
+      .n_layer = 4,
+      .dropout = 0.0,
+      .kind = ModelKind::NanoGPT},
+     12,
+     1e-3,
+     2000,
+     250,
+     20},
 };
 
 void apply_preset(Options& o, const std::string& name) {
@@ -67,10 +84,20 @@ void apply_preset(Options& o, const std::string& name) {
             o.eval_interval = p.eval_interval;
             o.eval_iters = p.eval_iters;
             o.preset = name;
+            // The schedule and AdamW: gpt.py's (constant lr, PyTorch's
+            // defaults), except for nanoGPT's macbook run, which keeps
+            // train_shakespeare_char.py's and train.py's values.
+            const bool nanogpt = name == std::string("macbook");
+            o.warmup_iters = nanogpt ? 100 : 0;
+            o.lr_decay_iters = nanogpt ? 2000 : 0;
+            o.min_lr = nanogpt ? 1e-4 : NAN;
+            o.beta2 = nanogpt ? 0.99 : 0.999;
+            o.weight_decay = nanogpt ? 0.1 : 1e-2;
+            o.max_grad_norm = nanogpt ? 1.0 : INFINITY;
             return;
         }
     throw UsageError("--preset: unknown preset \"" + name +
-                     "\" (bigram, embed, head, multihead, ffwd, blocks, layernorm, lecture)");
+                     "\" (bigram, embed, head, multihead, ffwd, blocks, layernorm, lecture, macbook)");
 }
 
 } // namespace
@@ -84,10 +111,18 @@ With no options it trains on a generated default corpus in a few minutes.
 data and presets
   --data FILE            train on this text file (default: the generated play)
   --preset NAME          the lecture's stages: bigram, embed, head, multihead, ffwd,
-                         blocks, layernorm, lecture (the 10.8M-parameter model)
-  --model fast|lecture   which model runs gpt.py's GPT (the default run and --preset
-                         lecture): the fast model (default) or the lecture's classes;
-                         the other stages always run the lecture's classes
+                         blocks, layernorm, lecture (the 10.8M-parameter model);
+                         macbook: nanoGPT's "I only have a macbook" run (with
+                         --data data/tinyshakespeare.txt)
+  --model fast|lecture|nanogpt
+                         which model runs the GPT (the default run and --preset
+                         lecture): the fast model with gpt.py's function and weights
+                         (default), the lecture's classes, or nanoGPT's model.py
+                         (GELU, tied weights, nanoGPT's initialisation; AdamW decays
+                         only its 2-d tensors); the other stages always run the
+                         lecture's classes
+  --bias yes|no          nanogpt: biases in the Linears and LayerNorms (default no)
+  --tie-weights yes|no   nanogpt: lm_head shares the token embedding (default yes)
 model and training (override the preset)
   --n-embd N  --n-head N  --n-layer N  --block-size N  --dropout P
   --batch-size N  --lr X  --max-iters N  --eval-interval N  --eval-iters N
@@ -132,6 +167,13 @@ std::string not_empty(const std::string& flag, const std::string& value, const c
     return value;
 }
 
+// "yes" or "no".
+bool yes_no(const std::string& flag, const std::string& value) {
+    if (value == "yes") return true;
+    if (value == "no") return false;
+    throw UsageError(flag + " expects yes or no, got \"" + value + "\"");
+}
+
 // A value in [0, 1), as AdamW's betas must be.
 double unit_interval(const std::string& flag, const std::string& value) {
     const double x = flags::real(flag, value, 0);
@@ -159,6 +201,8 @@ std::map<std::string, Setter> setters(Options& o) {
                  throw UsageError(f + ": " + e.what());
              }
          }},
+        {"--bias", [&](auto& f, auto& v) { o.model.bias = yes_no(f, v); }},
+        {"--tie-weights", [&](auto& f, auto& v) { o.model.tie_weights = yes_no(f, v); }},
         {"--n-embd", [&](auto& f, auto& v) { o.model.n_embd = integer(f, v, 1, kBig); }},
         {"--n-head", [&](auto& f, auto& v) { o.model.n_head = integer(f, v, 1, kBig); }},
         {"--n-layer", [&](auto& f, auto& v) { o.model.n_layer = integer(f, v, 0, kBig); }},
@@ -218,6 +262,9 @@ void set_option(Options& o, const std::string& flag, const std::string& value) {
 }
 
 void check_options(const Options& o) {
+    for (const char* flag : {"--bias", "--tie-weights"})
+        if (o.given.count(flag) && o.model.kind != ModelKind::NanoGPT)
+            throw UsageError(std::string(flag) + " is an option of the nanoGPT model (--model nanogpt)");
     if (o.lr_decay_iters > 0 && o.lr_decay_iters <= o.warmup_iters)
         throw UsageError("--lr-decay-iters (" + std::to_string(o.lr_decay_iters) +
                          ") must be past the warm-up, --warmup-iters (" + std::to_string(o.warmup_iters) + ")");

@@ -29,6 +29,8 @@ nn::Metadata settings(const RunState& run) {
             {"n_layer", std::to_string(m.n_layer)},
             {"dropout", std::to_string(m.dropout)},
             {"model", kind_name(m.kind)},
+            {"bias", m.bias ? "yes" : "no"},
+            {"tie_weights", m.tie_weights ? "yes" : "no"},
             {"batch_size", std::to_string(o.batch_size)},
             {"lr", format("%.17g", o.lr)},
             {"max_grad_norm", format("%.17g", o.max_grad_norm)},
@@ -74,12 +76,14 @@ const std::pair<const char*, const char*> kSettingFlags[] = {
     {"beta2", "--beta2"},
     {"weight_decay", "--weight-decay"},
     {"grad_accum", "--grad-accum"},
+    {"bias", "--bias"},
+    {"tie_weights", "--tie-weights"},
 };
 
 // The settings a train_gpt checkpoint may lack (written before they existed).
 bool optional_setting(const std::string& key) {
-    for (const char* k :
-         {"max_grad_norm", "warmup_iters", "lr_decay_iters", "min_lr", "beta1", "beta2", "weight_decay", "grad_accum"})
+    for (const char* k : {"max_grad_norm", "warmup_iters", "lr_decay_iters", "min_lr", "beta1", "beta2", "weight_decay",
+                          "grad_accum", "bias", "tie_weights"})
         if (key == k) return true;
     return false;
 }

@@ -28,8 +28,9 @@ const char* kGeneratedPlay = "(generated play)"; // the data_name of the default
 // (output, threads, sampling, attention map, a larger --max-iters, and the
 // learning rate and clipping, to go on more gently after a divergence).
 Options resumed_options(const Options& given, const RunState& run) {
-    for (const char* flag : {"--preset", "--model", "--n-embd", "--n-head", "--n-layer", "--block-size", "--dropout",
-                             "--batch-size", "--grad-accum", "--eval-interval", "--eval-iters", "--seed"})
+    for (const char* flag :
+         {"--preset", "--model", "--bias", "--tie-weights", "--n-embd", "--n-head", "--n-layer", "--block-size",
+          "--dropout", "--batch-size", "--grad-accum", "--eval-interval", "--eval-iters", "--seed"})
         if (given.given.count(flag))
             throw UsageError(std::string(flag) + " cannot change when resuming (the checkpoint fixes it)");
     Options o = run.options;
@@ -64,6 +65,9 @@ Options resumed_options(const Options& given, const RunState& run) {
 std::string model_line(const ModelConfig& m) {
     if (m.stage != Stage::GPT) return "in the lecture's classes (this stage of the video, line for line)";
     if (m.kind == ModelKind::Lecture) return "in the lecture's classes (--model lecture: gpt.py, line for line)";
+    if (m.kind == ModelKind::NanoGPT)
+        return std::string("in the fast model as nanoGPT's model.py (GELU, ") + (m.bias ? "biases" : "no biases") +
+               (m.tie_weights ? ", lm_head tied to wte" : "") + ", nanoGPT's initialisation)";
     return "in the fast model (gpt.py's function and weights, with fused attention; --model lecture runs gpt.py's "
            "classes)";
 }
@@ -183,9 +187,9 @@ std::vector<int> ranks_differing_from_rank_0(uint64_t value) {
 uint64_t settings_fingerprint(const Options& o, uint64_t data_fingerprint) {
     const ModelConfig& m = o.model;
     const std::string optimiser =
-        format("%lld %lld %.17g %.17g %.17g %.17g %lld", static_cast<long long>(o.warmup_iters),
-               static_cast<long long>(o.lr_decay_iters), o.min_lr, o.beta1, o.beta2, o.weight_decay,
-               static_cast<long long>(o.grad_accum));
+        format("%d %d %lld %lld %.17g %.17g %.17g %.17g %lld", o.model.bias ? 1 : 0, o.model.tie_weights ? 1 : 0,
+               static_cast<long long>(o.warmup_iters), static_cast<long long>(o.lr_decay_iters), o.min_lr, o.beta1,
+               o.beta2, o.weight_decay, static_cast<long long>(o.grad_accum));
     return fingerprint(optimiser +
                        format("%s %s %lld %lld %lld %lld %lld %.17g %lld %.17g %.17g %lld %lld %lld %llu %.17g %llu",
                               stage_name(m.stage), kind_name(m.kind), static_cast<long long>(m.vocab_size),
@@ -254,7 +258,7 @@ Session start_session(Options o) {
     o.model.vocab_size = vocab.size();
     // Under mpirun -np N each process computes B/N rows of the batch of B.
     const int world = distributed::get_world_size();
-    if (world > 1 && (o.model.stage != Stage::GPT || o.model.kind != ModelKind::Fast))
+    if (world > 1 && (o.model.stage != Stage::GPT || o.model.kind == ModelKind::Lecture))
         throw UsageError("training on " + std::to_string(world) +
                          " processes (mpirun) is the fast model's: run the default preset or --preset lecture, "
                          "without --model lecture");
@@ -305,9 +309,18 @@ Session start_session(Options o) {
     // ---- model and optimiser (drawing from the seeded generator, as the lecture) --------
     manual_seed(o.seed);
     s.model = make_model(o.model);
-    s.optimizer = std::make_unique<optim::AdamW>(
-        s.model->parameters(),
-        optim::AdamWOptions{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .weight_decay = o.weight_decay});
+    const optim::AdamWOptions adamw{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .weight_decay = o.weight_decay};
+    if (o.model.kind == ModelKind::NanoGPT) {
+        // nanoGPT's configure_optimizers: the 2-d tensors (weights,
+        // embeddings) decay, biases and LayerNorms do not.
+        std::vector<Tensor> decay, no_decay;
+        for (const Tensor& p : s.model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+        s.optimizer = std::make_unique<optim::AdamW>(std::vector<optim::AdamWParamGroup>{{decay, o.weight_decay},
+                                                                                         {no_decay, 0.0}},
+                                                     adamw);
+    } else {
+        s.optimizer = std::make_unique<optim::AdamW>(s.model->parameters(), adamw);
+    }
     if (!o.resume.empty()) restore_run(o.resume, *s.model, s.optimizer.get());
     // Every rank built (or restored) the same weights from the same seed (or
     // file); rank 0's are copied to all the same, as DistributedDataParallel does.
