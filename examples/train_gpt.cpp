@@ -60,7 +60,10 @@ int train_loop(Session& s) {
         for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
             auto [xb, yb] = get_batch_share(s.data.train, o.batch_size, o.model.block_size); // (B/N,T) each
             // (each micro-batch its own dropout stream under mpirun: Note [dropout over ranks])
-            Tensor micro_loss = share_loss(model, xb, yb, o, step * o.grad_accum + micro); // forward and loss
+            // (the stream's index wraps modulo 2^64 rather than overflow)
+            const auto index = static_cast<int64_t>(static_cast<uint64_t>(step) * static_cast<uint64_t>(o.grad_accum) +
+                                                    static_cast<uint64_t>(micro));
+            Tensor micro_loss = share_loss(model, xb, yb, o, index); // forward and loss
             if (o.grad_accum > 1) micro_loss = micro_loss / static_cast<double>(o.grad_accum);
             micro_loss.backward();
             loss = loss + micro_loss.detach();

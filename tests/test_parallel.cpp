@@ -92,10 +92,12 @@ TEST_CASE("one slow loop among many fast ones is not judged alone", "[parallel]"
 
 TEST_CASE("set_adaptive_threads(false) splits whatever the policy says", "[parallel]") {
     const bool before = adaptive_threads();
-    const int64_t now = internal::steady_ns();
+    // Loops that lost, reported as if they ended 10 s from now: the policy is
+    // serial from now until then and 20 ms more, however slow this machine.
+    const int64_t later = internal::steady_ns() + 10'000 * kMs;
     ThreadPolicy& policy = internal::thread_policy();
-    policy.record(now, 0, 0);
-    feed_window(policy, now, 3 * kMs, kMs); // serial for at least 20 ms from now
+    policy.record(later, 0, 0);
+    feed_window(policy, later, 3 * kMs, kMs);
     set_adaptive_threads(true);
     CHECK(adaptive_threads());
     CHECK_FALSE(internal::may_split());

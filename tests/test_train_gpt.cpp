@@ -203,6 +203,14 @@ TEST_CASE("a resumed run continues exactly as an uninterrupted one", "[train_gpt
         CommandResult other = run("--resume " + parts + "/train_gpt.safetensors --model lecture --out " + parts);
         CHECK(other.status == 2);
         CHECK(other.out.find("--model cannot change when resuming") != std::string::npos);
+        if (flags.find("--lr-decay-iters 10") != std::string::npos) {
+            // A changed schedule is checked against the checkpoint's: a warm-up
+            // as long as its decay would divide 0 by 0.
+            CommandResult clash = run("--resume " + parts + "/train_gpt.safetensors --warmup-iters 10 --out " + parts);
+            CHECK(clash.status == 2);
+            CHECK(clash.out.find("--lr-decay-iters (10) must be past the warm-up, --warmup-iters (10)") !=
+                  std::string::npos);
+        }
         fs::remove_all(whole);
         fs::remove_all(parts);
     }

@@ -20,7 +20,10 @@
 // When a couple of milliseconds of split loops cost more than they would
 // have serially, loops stay on the calling thread for a while (20 ms, then
 // doubling up to 1 s while the machine stays busy), then split again to
-// look. Results never depend on the thread count, so only speed changes.
+// look. (A thread descheduled in the middle of its chunk counts in both
+// sums alike: what the policy sees is threads that start late, which is
+// what a spinning helper thread on a taken core does.) Results never depend
+// on the thread count, so only speed changes.
 // set_adaptive_threads(false) turns the policy off. docs/performance.md has
 // the measurements.
 #pragma once
@@ -121,7 +124,8 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& fn) {
     // And stay serial while the adaptive policy says threads do not pay.
     if (range > grain && omp_get_max_threads() > 1 && !omp_in_parallel() && internal::may_split()) {
         std::exception_ptr error;
-        const int64_t start = internal::steady_ns();
+        const bool timed = adaptive_threads(); // with the policy off, nothing to time
+        const int64_t start = timed ? internal::steady_ns() : 0;
         std::atomic<int64_t> work_ns{0}; // every thread's chunk time, summed
 #pragma omp parallel
         {
@@ -131,20 +135,22 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& fn) {
             int64_t b = begin + tid * chunk;
             int64_t e = b + chunk < end ? b + chunk : end;
             if (b < e) {
-                const int64_t chunk_start = internal::steady_ns();
+                const int64_t chunk_start = timed ? internal::steady_ns() : 0;
                 try {
                     fn(b, e);
                 } catch (...) {
 #pragma omp critical(ember_parallel_for_error)
                     if (!error) error = std::current_exception();
                 }
-                work_ns.fetch_add(internal::steady_ns() - chunk_start, std::memory_order_relaxed);
+                if (timed) work_ns.fetch_add(internal::steady_ns() - chunk_start, std::memory_order_relaxed);
             }
         }
         // The chunks' times added up: about what the loop would have cost on
         // the calling thread alone.
-        const int64_t now = internal::steady_ns();
-        internal::thread_policy().record(now, now - start, work_ns.load(std::memory_order_relaxed));
+        if (timed) {
+            const int64_t now = internal::steady_ns();
+            internal::thread_policy().record(now, now - start, work_ns.load(std::memory_order_relaxed));
+        }
         if (error) std::rethrow_exception(error);
         return;
     }

@@ -220,7 +220,7 @@ std::map<std::string, Setter> setters(Options& o) {
         {"--beta1", [&](auto& f, auto& v) { o.beta1 = unit_interval(f, v); }},
         {"--beta2", [&](auto& f, auto& v) { o.beta2 = unit_interval(f, v); }},
         {"--weight-decay", [&](auto& f, auto& v) { o.weight_decay = real(f, v, 0); }},
-        {"--grad-accum", [&](auto& f, auto& v) { o.grad_accum = integer(f, v, 1, kBig); }},
+        {"--grad-accum", [&](auto& f, auto& v) { o.grad_accum = integer(f, v, 1, int64_t{1} << 20); }},
         {"--max-grad-norm", [&](auto& f, auto& v) { o.max_grad_norm = positive(f, v); }},
         {"--divergence-ratio",
          [&](auto& f, auto& v) {
@@ -302,7 +302,9 @@ bool parse_options(int argc, char** argv, Options& o) {
         o.given.insert(flag.name);
     }
     if (!o.resume.empty() && !o.sample_only.empty()) throw UsageError("--resume and --sample-only exclude each other");
-    check_options(o);
+    // A resumed run's flags meet the checkpoint's settings, not the
+    // defaults: the session checks them together.
+    if (o.resume.empty()) check_options(o);
     return true;
 }
 

@@ -60,7 +60,8 @@ inline constexpr double kMinTemperature = 1e-6;
 // warm-up; after lr_decay_iters, min_lr; between, a cosine from lr to min_lr.
 inline double learning_rate_at(const Options& o, int64_t step) {
     const double min_lr = std::isnan(o.min_lr) ? o.lr / 10 : o.min_lr;
-    if (step < o.warmup_iters) return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.warmup_iters + 1);
+    if (step < o.warmup_iters)
+        return o.lr * (static_cast<double>(step) + 1) / (static_cast<double>(o.warmup_iters) + 1);
     if (o.lr_decay_iters == 0) return o.lr;
     if (step > o.lr_decay_iters) return min_lr;
     const double ratio =

@@ -246,6 +246,7 @@ Session start_session(Options o) {
     if (!o.resume.empty()) {
         run = read_run(o.resume);
         o = resumed_options(o, run);
+        check_options(o); // the checkpoint's settings with the flags that changed them
     }
 
     if (run.next_step >= o.max_iters)
