@@ -319,3 +319,20 @@ TEST_CASE("float64 batched products: the slice split gives the bits of one slice
                           [&] { return std::vector<Tensor>{matmul(a, b)}; });
     }
 }
+
+TEST_CASE("GELU's fast exact form gives the bits of its definition, forward and backward", "[kernels][gelu]") {
+    manual_seed(8);
+    // 7 elements (the baseline tail only), 1000 (vector bodies and a tail),
+    // 300,000 (split between two threads); values across erf's seam at
+    // |x| / sqrt 2 = 0.875 and its clamp at 4, and beyond.
+    for (int64_t n : {7, 1000, 300000}) {
+        Tensor x0 = randn({n}) * 3;
+        Tensor dout = randn({n});
+        require_same_bits("gelu, " + std::to_string(n) + " elements", [&] {
+            Tensor x = leaf(x0);
+            Tensor y = gelu(x);
+            y.backward(dout);
+            return std::vector<Tensor>{y.detach(), x.grad()};
+        });
+    }
+}

@@ -9,9 +9,11 @@
 #include <numbers>
 
 #include "core/autograd/autograd.h"
+#include "core/kernels/dispatch.h"
 #include "core/loops/arithmetic.h"
 #include "core/loops/exponential.h"
 #include "core/loops/map.h"
+#include "core/ops/gelu.h"
 #include "core/ops/ops.h"
 
 namespace ember {
@@ -19,6 +21,10 @@ namespace ember {
 using internal::converted;
 using internal::empty_for;
 using internal::exponential;
+using internal::gelu_erf;
+using internal::gelu_erf_grad;
+using internal::gelu_tanh;
+using internal::gelu_tanh_grad;
 using internal::map_binary;
 using internal::map_unary;
 using internal::sub_op;
@@ -179,60 +185,43 @@ Tensor cos(const Tensor& x) {
 }
 
 // ---- gelu -------------------------------------------------------------------------------------
-
-namespace {
-
-// The exact form: gelu(x) = x * Phi(x) with Phi the normal CDF,
-// Phi(x) = (1 + erf(x / sqrt 2)) / 2, so gelu'(x) = Phi(x) + x * phi(x) with
-// phi(x) = e^(-x^2/2) / sqrt(2 pi) the normal density.
-template <typename T>
-T gelu_erf(T x) {
-    return x * T(0.5) * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
-}
-template <typename T>
-T gelu_erf_grad(T x) {
-    const T alpha = T(1 / std::sqrt(2 * std::numbers::pi)); // 1/sqrt(2 pi)
-    T cdf = T(0.5) * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
-    T pdf = alpha * exponential(T(-0.5) * x * x);
-    return cdf + x * pdf;
-}
-
-// The tanh form (GPT-2's): gelu(x) ~ x/2 * (1 + tanh(u)), u = beta (x + kappa x^3),
-// beta = sqrt(2/pi), kappa = 0.044715. Its derivative, by the product rule:
-// (1 + tanh u)/2 + x/2 * (1 - tanh^2 u) * beta (1 + 3 kappa x^2).
-template <typename T>
-T gelu_tanh(T x) {
-    const T beta = T(std::numbers::sqrt2 * std::numbers::inv_sqrtpi); // sqrt(2/pi)
-    const T kappa = T(0.044715);
-    T inner = beta * (x + kappa * (x * x * x));
-    return T(0.5) * x * (T(1) + std::tanh(inner));
-}
-template <typename T>
-T gelu_tanh_grad(T x) {
-    const T beta = T(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
-    const T kappa = T(0.044715);
-    T x_sq = x * x;
-    T inner = beta * (x + kappa * (x_sq * x));
-    T tanh_inner = std::tanh(inner);
-    T left_derivative = T(0.5) * (T(1) + tanh_inner);
-    T right_derivative = T(0.5) * x * (T(1) - tanh_inner * tanh_inner);
-    T inner_derivative = beta * (T(1) + T(3) * kappa * x_sq);
-    return left_derivative + right_derivative * inner_derivative;
-}
-
-} // namespace
+// Its two forms and their derivatives are in core/ops/gelu.h, shared with
+// the fast copy of the exact form (core/kernels/gelu.cpp).
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
     bool tanh_form = approximate == "tanh";
     if (!tanh_form && approximate != "none")
         fail<ValueError>("gelu", "approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
-    Tensor out = tanh_form ? float_unary("gelu", x, [](auto v) { return gelu_tanh(v); })
-                           : float_unary("gelu", x, [](auto v) { return gelu_erf(v); });
-    // forward: out = gelu(x), so dx = dout * gelu'(x) (derivatives above).
+    // The exact form on contiguous floats runs core/ops/gelu.h's loop compiled
+    // for AVX2 and AVX-512 (core/kernels/gelu.cpp): the same bits.
+    const auto fast_erf = [tanh_form](const Tensor& a, const Tensor& b) {
+        if constexpr (internal::kFastKernelsBuilt)
+            return !tanh_form && internal::use_fast_kernels() && a.dtype() == kFloat32 && a.is_contiguous() &&
+                   b.dtype() == kFloat32 && b.is_contiguous() && a.shape() == b.shape();
+        return false;
+    };
+    Tensor out;
+    if (fast_erf(x, x)) {
+        out = empty_for("gelu", x.shape(), kFloat32);
+        if constexpr (internal::kFastKernelsBuilt)
+            internal::fast::gelu_erf(x.data_ptr<float>(), out.data_ptr<float>(), x.numel());
+    } else {
+        out = tanh_form ? float_unary("gelu", x, [](auto v) { return gelu_tanh(v); })
+                        : float_unary("gelu", x, [](auto v) { return gelu_erf(v); });
+    }
+    // forward: out = gelu(x), so dx = dout * gelu'(x) (derivatives in core/ops/gelu.h).
     if (needs_grad(x))
-        attach(out, "GeluBackward0", {x}, [tanh_form, xs = SavedTensor(x)](const Tensor& dout) -> Grads {
-            if (tanh_form) return {grad_map(dout, xs.get(), [](auto g, auto xv) { return g * gelu_tanh_grad(xv); })};
-            return {grad_map(dout, xs.get(), [](auto g, auto xv) { return g * gelu_erf_grad(xv); })};
+        attach(out, "GeluBackward0", {x}, [tanh_form, fast_erf, xs = SavedTensor(x)](const Tensor& dout) -> Grads {
+            const Tensor saved = xs.get();
+            if (tanh_form) return {grad_map(dout, saved, [](auto g, auto xv) { return g * gelu_tanh_grad(xv); })};
+            if (fast_erf(dout, saved)) {
+                Tensor dx = empty_for("backward", saved.shape(), kFloat32);
+                if constexpr (internal::kFastKernelsBuilt)
+                    internal::fast::gelu_erf_backward(dout.data_ptr<float>(), saved.data_ptr<float>(),
+                                                      dx.data_ptr<float>(), dx.numel());
+                return {dx};
+            }
+            return {grad_map(dout, saved, [](auto g, auto xv) { return g * gelu_erf_grad(xv); })};
         });
     return out;
 }

@@ -1,0 +1,68 @@
+// GELU's two forms and their derivatives, one element at a time: the
+// definition core/ops/unary.cpp's gelu maps over a tensor, included there
+// and by the fast copy of the exact form (core/kernels/gelu.cpp), which runs
+// these same functions compiled for AVX2 and AVX-512 and split between
+// threads, so the two give the same bits. Private.
+// Tests: tests/test_unary.cpp (against PyTorch), tests/test_kernels.cpp.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+
+#include "core/loops/erf.h"
+#include "core/loops/exponential.h"
+
+namespace ember::internal {
+
+// The exact form: gelu(x) = x * Phi(x) with Phi the normal CDF,
+// Phi(x) = (1 + erf(x / sqrt 2)) / 2, so gelu'(x) = Phi(x) + x * phi(x) with
+// phi(x) = e^(-x^2/2) / sqrt(2 pi) the normal density. erf is ember's own
+// (core/loops/erf.h), so that a loop of these vectorises.
+template <typename T>
+T gelu_erf(T x) {
+    return x * T(0.5) * (T(1) + error_function(x * T(std::numbers::sqrt2 / 2)));
+}
+template <typename T>
+T gelu_erf_grad(T x) {
+    const T alpha = T(1 / std::sqrt(2 * std::numbers::pi)); // 1/sqrt(2 pi)
+    T cdf = T(0.5) * (T(1) + error_function(x * T(std::numbers::sqrt2 / 2)));
+    T pdf = alpha * exponential(T(-0.5) * x * x);
+    return cdf + x * pdf;
+}
+
+// The tanh form (GPT-2's): gelu(x) ~ x/2 * (1 + tanh(u)), u = beta (x + kappa x^3),
+// beta = sqrt(2/pi), kappa = 0.044715. Its derivative, by the product rule:
+// (1 + tanh u)/2 + x/2 * (1 - tanh^2 u) * beta (1 + 3 kappa x^2).
+template <typename T>
+T gelu_tanh(T x) {
+    const T beta = T(std::numbers::sqrt2 * std::numbers::inv_sqrtpi); // sqrt(2/pi)
+    const T kappa = T(0.044715);
+    T inner = beta * (x + kappa * (x * x * x));
+    return T(0.5) * x * (T(1) + std::tanh(inner));
+}
+template <typename T>
+T gelu_tanh_grad(T x) {
+    const T beta = T(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
+    const T kappa = T(0.044715);
+    T x_sq = x * x;
+    T inner = beta * (x + kappa * (x_sq * x));
+    T tanh_inner = std::tanh(inner);
+    T left_derivative = T(0.5) * (T(1) + tanh_inner);
+    T right_derivative = T(0.5) * x * (T(1) - tanh_inner * tanh_inner);
+    T inner_derivative = beta * (T(1) + T(3) * kappa * x_sq);
+    return left_derivative + right_derivative * inner_derivative;
+}
+
+// The exact form over n contiguous elements, forward (out = gelu(x)) and
+// backward (dx = dout * gelu'(x)), as gelu's map over a tensor computes
+// each element. __restrict__: the arrays do not overlap.
+inline void gelu_erf_loop(const float* __restrict__ x, float* __restrict__ out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = gelu_erf(x[i]);
+}
+inline void gelu_erf_backward_loop(const float* __restrict__ dout, const float* __restrict__ x, float* __restrict__ dx,
+                                   int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dx[i] = dout[i] * gelu_erf_grad(x[i]);
+}
+
+} // namespace ember::internal
