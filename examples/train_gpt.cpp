@@ -13,12 +13,14 @@
 #include <cstdio>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <string>
 #include <unistd.h>
 
 #include <ember.h>
 
 #include "train/data.h"
+#include "train/diagnostics.h"
 #include "train/guard.h"
 #include "train/loop.h"
 #include "train/options.h"
@@ -46,7 +48,9 @@ int train_loop(Session& s) {
     const int64_t first_step = s.run.next_step;
     Progress progress(o.max_iters, o.grad_accum * o.batch_size * o.model.block_size, isatty(fileno(stdout)) != 0,
                       std::max<int64_t>(1, o.eval_interval / 5));
-    double exchange_seconds = 0; // in the all-reduce of gradients and loss, over all steps
+    double exchange_seconds = 0;            // in the all-reduce of gradients and loss, over all steps
+    std::optional<Diagnostics> diagnostics; // --diagnostics: activations, gradients, update ratios (diagnostics.h)
+    if (o.diagnostics) diagnostics.emplace(model);
     model.train();
     for (int64_t step = first_step; step < o.max_iters; ++step) {
         if (step % o.eval_interval == 0) { // estimate the losses, then save (or stop if the loss rose)
@@ -57,6 +61,7 @@ int train_loop(Session& s) {
         // --grad-accum G: G batches' gradients add up, each loss divided by G,
         // so the step follows the mean loss of G x batch_size sequences.
         Tensor loss = zeros({});
+        if (diagnostics && step == o.max_iters - 1) diagnostics->capture_next_forward(); // the last step's histograms
         for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
             auto [xb, yb] = get_batch_share(s.data.train, o.batch_size, o.model.block_size); // (B/N,T) each
             // (each micro-batch its own dropout stream under mpirun: Note [dropout over ranks])
@@ -68,16 +73,26 @@ int train_loop(Session& s) {
             micro_loss.backward();
             loss = loss + micro_loss.detach();
         }
-        const double batch_loss = exchange_gradients(model, loss, exchange_seconds);          // one process: as is
+        const double batch_loss = exchange_gradients(model, loss, exchange_seconds); // one process: as is
+        if (diagnostics) diagnostics->after_backward(step);
         const double grad_norm = optim::clip_grad_norm_(model.parameters(), o.max_grad_norm); // infinity: not clipped
         if (!finite_step(batch_loss, grad_norm, o.max_grad_norm)) {
             progress.finish();
             return stop_diverged(s, step, first_step, batch_loss, grad_norm); // keeps the last good checkpoint
         }
         optimizer.options.lr = learning_rate_at(o, step); // nanoGPT's warm-up and cosine; --lr without them
+        if (diagnostics) diagnostics->before_update();
         optimizer.step();
+        if (diagnostics) diagnostics->after_update(step);
         record_step(s, step, batch_loss, started, progress);
         if (interrupted_everywhere()) return stop_interrupted(s, first_step, progress, default_generator().get_state());
+    }
+    if (diagnostics && distributed::get_rank() == 0) {
+        try { // listed with the other files at the end
+            s.diagnostics_files = diagnostics->write(o.out_dir, "train_gpt --preset " + o.preset);
+        } catch (const std::runtime_error& e) { // a full disk: the run still saves what it can
+            std::fprintf(stderr, "train_gpt: --diagnostics: %s\n", e.what());
+        }
     }
     return finish_run(s, progress, first_step, exchange_seconds);
 }

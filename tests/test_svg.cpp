@@ -530,3 +530,24 @@ TEST_CASE("write_ functions throw runtime_error naming the path, leaving the old
         CHECK(std::filesystem::is_directory(path));
     }
 }
+
+TEST_CASE("lines chart: one line per series, legend labels escaped, dashes after ten, reference", "[svg][lines]") {
+    std::vector<train::Series> series;
+    for (int k = 0; k < 12; ++k)
+        series.push_back({"w<" + std::to_string(k) + ">", {0, 1, 2}, {double(k), double(k) + 1, NAN}});
+    const std::string svg = train::lines_svg("t & u", "sub", "step", "log10 ratio", series, -3.0, "1e-3");
+    CHECK(xml_problem(svg).empty());
+    const auto lines = tags(svg, "polyline");
+    REQUIRE(lines.size() == 12); // the NaN point is left out: two points a line
+    CHECK(attr(lines[0], "stroke") == "#1f77b4");
+    CHECK(attr(lines[10], "stroke") == "#1f77b4"); // the colours come round again, dashed
+    CHECK(attr(lines[10], "stroke-dasharray") == "5 3");
+    CHECK(attr(lines[0], "stroke-dasharray").empty());
+    CHECK(svg.find("w&lt;11&gt;") != std::string::npos);
+    CHECK(svg.find("t &amp; u") != std::string::npos);
+    CHECK(svg.find("class=\"reference\"") != std::string::npos);
+    CHECK(svg.find("no finite values") == std::string::npos);
+    const std::string empty = train::lines_svg("t", "", "x", "y", {{"nan", {NAN}, {NAN}}});
+    CHECK(xml_problem(empty).empty());
+    CHECK(empty.find("no finite values to plot") != std::string::npos);
+}

@@ -154,6 +154,10 @@ output
                          line of the validation text that fits the block)
   --summary              print the model's layers, output shapes and parameter counts
                          (torchinfo's table) and exit without training
+  --diagnostics          also write the makemore lectures' pictures: each layer's
+                         activations and their gradients at the last step, the
+                         weights' gradients, and every weight's update:data ratio at
+                         every step (OUT/diagnostics_*.svg, OUT/diagnostics.csv)
   --help
 )";
 }
@@ -285,7 +289,7 @@ bool parse_options(int argc, char** argv, Options& o) {
     std::set<std::string> value_flags;
     for (const auto& [flag, setter] : set) value_flags.insert(flag);
     const std::vector<flags::Flag> given =
-        flags::parse(argc, argv, value_flags, {"--help", "--summary", "--overwrite"});
+        flags::parse(argc, argv, value_flags, {"--help", "--summary", "--overwrite", "--diagnostics"});
     for (const flags::Flag& flag : given)
         if (flag.name == "--help") {
             std::cout << usage();
@@ -298,6 +302,7 @@ bool parse_options(int argc, char** argv, Options& o) {
     for (const flags::Flag& flag : given) {
         if (flag.name == "--summary") o.summary = true;
         else if (flag.name == "--overwrite") o.overwrite = true;
+        else if (flag.name == "--diagnostics") o.diagnostics = true;
         else set.at(flag.name)(flag.name, flag.value);
         o.given.insert(flag.name);
     }

@@ -49,6 +49,7 @@ struct Options {
     std::string prompt;          // for the attention map (default: a whole line of the validation text)
     bool summary = false;        // print the model's summary and exit, without training
     bool overwrite = false;      // a new run may replace the checkpoint in out_dir
+    bool diagnostics = false;    // write the activation, gradient and update pictures (diagnostics.h)
     std::set<std::string> given; // the flags given on the command line
 };
 

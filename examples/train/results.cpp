@@ -113,6 +113,7 @@ void write_results(const Session& s, double final_train, double final_val, doubl
         draw_attention(model, vocab, drawing, default_attention_prompt(vocab, s.data.val, o.model.block_size));
         written += ", " + drawing.attention_map;
     }
+    if (!s.diagnostics_files.empty()) written += ", " + s.diagnostics_files;
     std::cout << "wrote " << written << "\n";
     if (s.run.best_file_step > 0)
         std::cout << "the lowest val loss, " << format("%.4f", s.run.best_file_val) << " at step "

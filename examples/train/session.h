@@ -25,11 +25,12 @@ struct Session {
     Splits data;  // the encoded text: 90% train, 10% val
     std::shared_ptr<ember::nn::Module> model;
     std::unique_ptr<ember::optim::AdamW> optimizer;
-    std::string checkpoint;      // OUT/train_gpt.safetensors: the latest state, saved at each evaluation
-    std::string best_checkpoint; // OUT/train_gpt.best.safetensors: the state of the lowest val loss so far
-    FolderLock lock;             // --out is this run's until it ends (outputs.h; rank 0's)
-    int64_t saved_step = -1;     // the step the latest checkpoint holds (-1: none yet)
-    bool stale_best = false;     // OUT's best checkpoint is an earlier run's (--overwrite): removed at the first save
+    std::string checkpoint;        // OUT/train_gpt.safetensors: the latest state, saved at each evaluation
+    std::string best_checkpoint;   // OUT/train_gpt.best.safetensors: the state of the lowest val loss so far
+    FolderLock lock;               // --out is this run's until it ends (outputs.h; rank 0's)
+    int64_t saved_step = -1;       // the step the latest checkpoint holds (-1: none yet)
+    bool stale_best = false;       // OUT's best checkpoint is an earlier run's (--overwrite): removed at the first save
+    std::string diagnostics_files; // what --diagnostics wrote (diagnostics.h), listed with the other files
     // (The best val loss so far, and what the best checkpoint holds, are in
     // `run`: a resumed run reads them from its checkpoint.)
 };

@@ -534,4 +534,115 @@ void write_attention_svg(const std::string& path, const std::string& prompt,
     write_atomically(path, attention_svg(prompt, maps, title), "[write_attention_svg] ");
 }
 
+// ---- a chart of named lines ---------------------------------------------------
+
+// matplotlib's tab10, the default colour cycle.
+constexpr std::array<const char*, 10> kTab10 = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+std::string lines_svg(const std::string& title, const std::string& subtitle, const std::string& x_label,
+                      const std::string& y_label, const std::vector<Series>& series, std::optional<double> reference_y,
+                      const std::string& reference_label) {
+    auto drawable = [](double v) { return std::isfinite(v) && std::abs(v) <= 1e300; };
+    Range xdata, ydata;
+    for (const Series& s : series)
+        for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
+            if (drawable(s.x[i]) && drawable(s.y[i])) xdata.include(s.x[i]), ydata.include(s.y[i]);
+    const bool no_data = xdata.empty();
+    if (no_data) xdata = {0, 1};
+    const bool has_ref = reference_y && drawable(*reference_y);
+    if (has_ref) ydata.include(*reference_y);
+    if (ydata.empty()) ydata = {0, 1};
+    const Range xr = axis_limits(xdata, 0.03, 0.0), yr = axis_limits(ydata, 0.06, 0.0);
+    const Ticks xt = nice_ticks(xr, 6, 0.0, false), yt = nice_ticks(yr, 5, 0.0, false);
+
+    // The layout: the legend is a column at the right, as wide as its longest label.
+    constexpr double kTick = 11, kRow = 17;
+    double legend_w = 0;
+    for (const Series& s : series) legend_w = std::max(legend_w, 30 + text_width(s.label, 11));
+    legend_w = std::min(legend_w, 420.0);
+    const double W = 640 + (series.empty() ? 0 : legend_w + 24);
+    const double H = std::max(460.0, 90 + kRow * static_cast<double>(series.size()) + 20);
+    double ylabel_w = 0;
+    for (const auto& l : yt.labels) ylabel_w = std::max(ylabel_w, text_width(l, kTick));
+    const double left = std::max(70.0, 40 + ylabel_w + 9);
+    const double right = 640 - 24;
+    const double top = subtitle.empty() ? 50 : 66, bottom = H - 58;
+    auto px = [&](double x) { return left + (x - xr.lo) / (xr.hi - xr.lo) * (right - left); };
+    auto py = [&](double y) { return bottom - (y - yr.lo) / (yr.hi - yr.lo) * (bottom - top); };
+
+    std::string out = svg_open(W, H);
+    svg_text(out, W / 2, 26, title,
+             "class=\"title\" font-size=\"16\" font-weight=\"600\" text-anchor=\"middle\" fill=\"#222222\"");
+    if (!subtitle.empty())
+        svg_text(out, W / 2, 46, subtitle,
+                 "class=\"subtitle\" font-size=\"12\" text-anchor=\"middle\" fill=\"#555555\"");
+    out += "<g class=\"grid\" stroke=\"#e9e9e9\" stroke-width=\"1\">\n";
+    for (double v : xt.values) out += line(px(v), top, px(v), bottom);
+    for (double v : yt.values) out += line(left, py(v), right, py(v));
+    out += "</g>\n";
+    if (has_ref)
+        out += line(left, py(*reference_y), right, py(*reference_y),
+                    "class=\"reference\" stroke=\"#555555\" stroke-width=\"1.2\" stroke-dasharray=\"6 4\"");
+    for (size_t k = 0; k < series.size(); ++k) {
+        const Series& s = series[k];
+        std::vector<Point> pts;
+        for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
+            if (drawable(s.x[i]) && drawable(s.y[i])) pts.push_back({px(s.x[i]), py(s.y[i])});
+        const std::string dash = s.dashed || k >= kTab10.size() ? " stroke-dasharray=\"5 3\"" : "";
+        if (pts.size() == 1)
+            out += "<circle cx=\"" + num(pts[0].x) + "\" cy=\"" + num(pts[0].y) + "\" r=\"3\" fill=\"" +
+                   kTab10[k % kTab10.size()] + "\"/>\n";
+        else if (pts.size() > 1)
+            out += "<polyline class=\"series\" fill=\"none\" stroke=\"" + std::string(kTab10[k % kTab10.size()]) +
+                   "\" stroke-width=\"1.5\" stroke-linejoin=\"round\"" + dash + " points=\"" +
+                   points_attr(thin_line(pts)) + "\"/>\n";
+    }
+    out += "<rect class=\"plot-area\" x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(right - left) +
+           "\" height=\"" + num(bottom - top) + "\" fill=\"none\" stroke=\"#333333\" stroke-width=\"1\"/>\n";
+    out += "<g class=\"x-ticks\" font-size=\"11\" text-anchor=\"middle\" fill=\"#333333\">\n";
+    for (size_t i = 0; i < xt.values.size(); ++i) {
+        out += line(px(xt.values[i]), bottom, px(xt.values[i]), bottom + 5, "stroke=\"#333333\"");
+        svg_text(out, px(xt.values[i]), bottom + 19, xt.labels[i]);
+    }
+    out += "</g>\n<g class=\"y-ticks\" font-size=\"11\" text-anchor=\"end\" fill=\"#333333\">\n";
+    for (size_t i = 0; i < yt.values.size(); ++i) {
+        out += line(left - 5, py(yt.values[i]), left, py(yt.values[i]), "stroke=\"#333333\"");
+        svg_text(out, left - 9, py(yt.values[i]) + 4, yt.labels[i]);
+    }
+    out += "</g>\n";
+    svg_text(out, (left + right) / 2, H - 14, x_label,
+             "class=\"x-label\" font-size=\"13\" text-anchor=\"middle\" fill=\"#222222\"");
+    svg_text(out, 0, 0, y_label,
+             "class=\"y-label\" font-size=\"13\" text-anchor=\"middle\" fill=\"#222222\" transform=\"translate(" +
+                 num(left - 18 - ylabel_w) + "," + num((top + bottom) / 2) + ") rotate(-90)\"");
+    if (has_ref && !reference_label.empty())
+        svg_text(out, right - 8, py(*reference_y) - 6, reference_label,
+                 "class=\"reference-label\" font-size=\"11\" text-anchor=\"end\" fill=\"#555555\" stroke=\"#ffffff\" "
+                 "stroke-width=\"3\" stroke-linejoin=\"round\" paint-order=\"stroke\"");
+    if (no_data)
+        svg_text(out, (left + right) / 2, (top + bottom) / 2, "no finite values to plot",
+                 "class=\"no-data\" font-size=\"13\" text-anchor=\"middle\" fill=\"#888888\"");
+    if (!series.empty()) {
+        out += "<g class=\"legend\" font-size=\"11\" fill=\"#333333\">\n";
+        for (size_t k = 0; k < series.size(); ++k) {
+            const double y = top + 6 + kRow * static_cast<double>(k);
+            out += line(640, y, 664, y,
+                        "stroke=\"" + std::string(kTab10[k % kTab10.size()]) + "\" stroke-width=\"2\"" +
+                            (series[k].dashed || k >= kTab10.size() ? " stroke-dasharray=\"5 3\"" : ""));
+            svg_text(out, 670, y + 4, series[k].label);
+        }
+        out += "</g>\n";
+    }
+    out += "</svg>\n";
+    return out;
+}
+
+void write_lines_svg(const std::string& path, const std::string& title, const std::string& subtitle,
+                     const std::string& x_label, const std::string& y_label, const std::vector<Series>& series,
+                     std::optional<double> reference_y, const std::string& reference_label) {
+    write_atomically(path, lines_svg(title, subtitle, x_label, y_label, series, reference_y, reference_label),
+                     "[write_lines_svg] ");
+}
+
 } // namespace train

@@ -1,9 +1,10 @@
-// The two pictures train_gpt draws, as SVG written by ember itself with only
+// The pictures train_gpt draws, as SVG written by ember itself with only
 // the C++ standard library: a loss curve (the loss of every training step, the
 // train and val loss at eval steps, an optional dashed reference line such as
-// ln(vocab), the loss of a uniform guess) and an attention map (one heatmap per
-// layer and head, labelled with the prompt's characters).
-// Not a plotting library: linear axes, two fixed layouts, no embedded fonts
+// ln(vocab), the loss of a uniform guess), an attention map (one heatmap per
+// layer and head, labelled with the prompt's characters), and a chart of
+// named lines (--diagnostics).
+// Not a plotting library: linear axes, three fixed layouts, no embedded fonts
 // (viewers use DejaVu Sans or their sans-serif). Tests: tests/test_svg.cpp.
 #pragma once
 
@@ -49,5 +50,27 @@ std::string attention_svg(const std::string& prompt, const std::vector<std::vect
 // Writes attention_svg(...) to `path`, as write_loss_curve_svg does.
 void write_attention_svg(const std::string& path, const std::string& prompt,
                          const std::vector<std::vector<std::vector<float>>>& maps, const std::string& title);
+
+// One named line of a line chart: points (x[i], y[i]); dashed if asked.
+struct Series {
+    std::string label;
+    std::vector<double> x, y;
+    bool dashed = false;
+};
+
+// A chart of several lines (train_gpt --diagnostics draws its histograms and
+// its update ratios with it): a title and a subtitle, the lines in
+// matplotlib's ten colours (dashed from the eleventh on), a legend in a
+// column at the right, and an optional dashed horizontal reference line.
+// Points that are not finite are left out; with none at all the axes are
+// drawn empty with a note. Nothing here throws.
+std::string lines_svg(const std::string& title, const std::string& subtitle, const std::string& x_label,
+                      const std::string& y_label, const std::vector<Series>& series,
+                      std::optional<double> reference_y = std::nullopt, const std::string& reference_label = "");
+
+// Writes lines_svg(...) to `path`, as write_loss_curve_svg does.
+void write_lines_svg(const std::string& path, const std::string& title, const std::string& subtitle,
+                     const std::string& x_label, const std::string& y_label, const std::vector<Series>& series,
+                     std::optional<double> reference_y = std::nullopt, const std::string& reference_label = "");
 
 } // namespace train
