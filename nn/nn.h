@@ -1,8 +1,9 @@
 // ember::nn: modules, layers, the notebooks' attention, the lecture's GPT
-// and the fast GPT, sampling, optimisers, checkpoints and the model summary,
+// and the fast GPT, sampling, optimisers, checkpoints, the model summary and
+// byte-level BPE (tokenizer.h),
 // built on the core engine (../core). Included by ember.h. Tests:
 // tests/test_module.cpp, test_layers.cpp, test_attention.cpp, test_gpt.cpp,
-// test_fast_gpt.cpp, test_summary.cpp.
+// test_fast_gpt.cpp, test_summary.cpp, test_tokenizer.cpp.
 #pragma once
 
 #include "nn/attention.h"
@@ -17,3 +18,4 @@
 #include "nn/optim.h"
 #include "nn/safetensors.h"
 #include "nn/summary.h"
+#include "nn/tokenizer.h"

@@ -1,0 +1,280 @@
+// Byte-level BPE: see tokenizer.h. The helpers (count_pairs, merge, the
+// printing) first, then BasicTokenizer's train, encode, decode, save and load.
+#include "nn/tokenizer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/tensor/svg_text.h"
+
+namespace ember::tokenizer {
+
+namespace {
+
+// A pair of ids as one hash key.
+uint64_t key(Pair p) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(p.first)) << 32) | static_cast<uint32_t>(p.second);
+}
+
+} // namespace
+
+std::vector<PairCount> count_pairs(const std::vector<int>& ids) {
+    std::vector<PairCount> counts;
+    std::unordered_map<uint64_t, size_t> where; // pair -> its entry in counts
+    for (size_t i = 0; i + 1 < ids.size(); ++i) {
+        const Pair p{ids[i], ids[i + 1]};
+        auto [it, is_new] = where.try_emplace(key(p), counts.size());
+        if (is_new) counts.push_back({p, 0, static_cast<int64_t>(i)});
+        ++counts[it->second].count;
+    }
+    return counts; // in order of first occurrence
+}
+
+std::vector<int> merge(const std::vector<int>& ids, Pair pair, int id) {
+    std::vector<int> out;
+    out.reserve(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (i + 1 < ids.size() && ids[i] == pair.first && ids[i + 1] == pair.second) {
+            out.push_back(id);
+            ++i; // the pair's second id is used up
+        } else {
+            out.push_back(ids[i]);
+        }
+    }
+    return out;
+}
+
+std::string bytes_repr(const std::string& bytes) {
+    // Python quotes with ' unless the bytes hold a ' and no ".
+    const bool double_quote = bytes.find('\'') != std::string::npos && bytes.find('"') == std::string::npos;
+    const char quote = double_quote ? '"' : '\'';
+    std::string out = "b";
+    out += quote;
+    for (unsigned char c : bytes) {
+        if (c == '\\' || c == quote) out += '\\', out += static_cast<char>(c);
+        else if (c == '\n') out += "\\n";
+        else if (c == '\r') out += "\\r";
+        else if (c == '\t') out += "\\t";
+        else if (c >= 0x20 && c < 0x7f) out += static_cast<char>(c);
+        else {
+            char hex[5];
+            std::snprintf(hex, sizeof hex, "\\x%02x", c);
+            out += hex;
+        }
+    }
+    return out + quote;
+}
+
+std::string describe(const MergeStep& s) {
+    return "merge " + std::to_string(s.index + 1) + "/" + std::to_string(s.of) + ": (" + std::to_string(s.pair.first) +
+           ", " + std::to_string(s.pair.second) + ") -> " + std::to_string(s.id) + " (" + bytes_repr(s.bytes) +
+           ") had " + std::to_string(s.count) + " occurrences";
+}
+
+std::string utf8_replace_invalid(const std::string& bytes) {
+    static const std::string kReplacement = "\xEF\xBF\xBD"; // U+FFFD
+    std::string out;
+    const size_t n = bytes.size();
+    auto at = [&](size_t i) { return static_cast<unsigned char>(bytes[i]); };
+    size_t i = 0;
+    while (i < n) {
+        const unsigned char b = at(i);
+        // The sequence's length and the range of its second byte (Unicode's
+        // table of well-formed UTF-8: no overlong forms, no surrogates, no
+        // code point above U+10FFFF); the later bytes are 80..BF.
+        int length = 0;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (b < 0x80) length = 1;
+        else if (b >= 0xC2 && b <= 0xDF) length = 2;
+        else if (b == 0xE0) length = 3, lo = 0xA0;
+        else if (b == 0xED) length = 3, hi = 0x9F;
+        else if (b >= 0xE1 && b <= 0xEF) length = 3;
+        else if (b == 0xF0) length = 4, lo = 0x90;
+        else if (b == 0xF4) length = 4, hi = 0x8F;
+        else if (b >= 0xF1 && b <= 0xF3) length = 4;
+        if (length == 0) { // a byte no sequence starts with
+            out += kReplacement;
+            ++i;
+            continue;
+        }
+        // How many bytes of the sequence are well formed (the maximal subpart).
+        size_t good = 1;
+        while (static_cast<int>(good) < length && i + good < n) {
+            const unsigned char c = at(i + good);
+            const bool ok = good == 1 ? (c >= lo && c <= hi) : (c >= 0x80 && c <= 0xBF);
+            if (!ok) break;
+            ++good;
+        }
+        if (static_cast<int>(good) == length) out.append(bytes, i, good);
+        else out += kReplacement; // cut short: one U+FFFD for the subpart, then go on at the byte that broke it
+        i += good;
+    }
+    return out;
+}
+
+// ---- BasicTokenizer -------------------------------------------------------------------------
+
+BasicTokenizer::BasicTokenizer() {
+    for (int b = 0; b < 256; ++b) vocab_.push_back(std::string(1, static_cast<char>(b)));
+}
+
+void BasicTokenizer::add_merge(Pair pair) {
+    const int id = vocab_size();
+    merges_.push_back(pair);
+    merge_id_[key(pair)] = id;
+    vocab_.push_back(vocab_[static_cast<size_t>(pair.first)] + vocab_[static_cast<size_t>(pair.second)]);
+}
+
+void BasicTokenizer::train(const std::string& text, int vocab_size,
+                           const std::function<void(const MergeStep&)>& on_merge) {
+    if (vocab_size < 256)
+        fail<ValueError>("BasicTokenizer::train", "vocab_size must be at least 256 (the bytes), got ", vocab_size);
+    *this = BasicTokenizer();
+    const int num_merges = vocab_size - 256;
+    std::vector<int> ids(text.begin(), text.end());
+    for (int& id : ids) id = static_cast<unsigned char>(id); // bytes 0..255, whatever char's sign
+    for (int i = 0; i < num_merges; ++i) {
+        const std::vector<PairCount> counts = count_pairs(ids);
+        if (counts.empty()) break; // a single id left
+        // The most frequent pair; among equals the first seen (max over a dict in minbpe).
+        const PairCount best =
+            *std::max_element(counts.begin(), counts.end(), [](const PairCount& a, const PairCount& b) {
+                return a.count < b.count || (a.count == b.count && a.first > b.first);
+            });
+        const int id = this->vocab_size();
+        add_merge(best.pair);
+        ids = merge(ids, best.pair, id);
+        if (on_merge) on_merge({i, num_merges, best.pair, id, best.count, vocab_.back()});
+    }
+}
+
+std::vector<int> BasicTokenizer::encode(const std::string& text) const {
+    std::vector<int> ids(text.begin(), text.end());
+    for (int& id : ids) id = static_cast<unsigned char>(id);
+    // Apply the earliest-learned merge that occurs, everywhere, until none does.
+    while (ids.size() >= 2) {
+        int lowest = -1; // the smallest merged id among the adjacent pairs
+        Pair pair{};
+        for (size_t i = 0; i + 1 < ids.size(); ++i) {
+            const auto it = merge_id_.find(key({ids[i], ids[i + 1]}));
+            if (it != merge_id_.end() && (lowest < 0 || it->second < lowest))
+                lowest = it->second, pair = {ids[i], ids[i + 1]};
+        }
+        if (lowest < 0) break;
+        ids = merge(ids, pair, lowest);
+    }
+    return ids;
+}
+
+const std::string& BasicTokenizer::token_bytes(int id) const {
+    if (id < 0 || id >= vocab_size())
+        fail<IndexError>("BasicTokenizer", "id ", id, " is outside the vocabulary of ", vocab_size(), " tokens");
+    return vocab_[static_cast<size_t>(id)];
+}
+
+std::string BasicTokenizer::decode_bytes(const std::vector<int>& ids) const {
+    std::string bytes;
+    for (int id : ids) bytes += token_bytes(id);
+    return bytes;
+}
+
+std::string BasicTokenizer::decode(const std::vector<int>& ids) const {
+    return utf8_replace_invalid(decode_bytes(ids));
+}
+
+// ---- files ----------------------------------------------------------------------------------
+
+namespace {
+
+// A token for the .vocab file: its bytes decoded with replacement, control
+// characters written as \u00XX (minbpe escapes all of Unicode's category C;
+// here only the controls, U+0000-U+001F and U+007F-U+009F).
+std::string render(const std::string& bytes) {
+    const std::string text = utf8_replace_invalid(bytes);
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        unsigned code = c;
+        if (c == 0xC2 && i + 1 < text.size()) code = static_cast<unsigned char>(text[i + 1]); // U+0080-U+00BF
+        const bool control = c < 0x20 || c == 0x7F || (c == 0xC2 && code >= 0x80 && code <= 0x9F);
+        if (!control) {
+            out += static_cast<char>(c);
+            continue;
+        }
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", code);
+        out += buf;
+        if (c == 0xC2) ++i;
+    }
+    return out;
+}
+
+void write_whole(const std::string& path, const std::string& text) {
+    const std::string why = internal::write_file_whole(path, text);
+    if (!why.empty()) fail<TokenizerError>("BasicTokenizer::save", "cannot write '", path, "': ", why);
+}
+
+} // namespace
+
+void BasicTokenizer::save(const std::string& prefix) const {
+    // minbpe v1: the version, the split pattern (none), the number of
+    // special tokens (none), then one merge a line, in the order learned.
+    std::string model = "minbpe v1\n\n0\n";
+    for (const Pair& p : merges_) model += std::to_string(p.first) + " " + std::to_string(p.second) + "\n";
+    // One line a token: "[a] 97" for a byte, "[a][a] -> [aa] 256" for a merge.
+    std::string vocab;
+    for (int id = 0; id < vocab_size(); ++id) {
+        if (id >= 256) {
+            const Pair p = merges_[static_cast<size_t>(id - 256)];
+            vocab.append("[").append(render(token_bytes(p.first))).append("][");
+            vocab.append(render(token_bytes(p.second))).append("] -> ");
+        }
+        vocab.append("[").append(render(token_bytes(id))).append("] ").append(std::to_string(id)).append("\n");
+    }
+    write_whole(prefix + ".model", model);
+    write_whole(prefix + ".vocab", vocab);
+}
+
+BasicTokenizer BasicTokenizer::load(const std::string& model_file) {
+    std::ifstream in(model_file, std::ios::binary);
+    if (!in) fail<TokenizerError>("BasicTokenizer::load", "cannot open '", model_file, "'");
+    int line_number = 0;
+    std::string line;
+    auto next_line = [&](const char* what) {
+        if (!std::getline(in, line))
+            fail<TokenizerError>("BasicTokenizer::load", model_file, ": ends at line ", line_number, ", before ", what);
+        ++line_number;
+        if (!line.empty() && line.back() == '\r') line.pop_back(); // written on Windows
+    };
+    auto bad = [&](const std::string& why) {
+        fail<TokenizerError>("BasicTokenizer::load", model_file, ":", line_number, ": ", why, " (\"",
+                             line.substr(0, 60), "\")");
+    };
+    next_line("the version");
+    if (line != "minbpe v1") bad("not a minbpe v1 model file");
+    next_line("the split pattern");
+    if (!line.empty()) bad("the model has a split pattern (a RegexTokenizer's); BasicTokenizer has none");
+    next_line("the number of special tokens");
+    if (line != "0") bad("the model has special tokens (or no count of them); BasicTokenizer has none");
+    BasicTokenizer t;
+    while (std::getline(in, line)) {
+        ++line_number;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        std::istringstream fields(line);
+        long long a = -1, b = -1;
+        std::string rest;
+        if (!(fields >> a >> b) || (fields >> rest)) bad("expected a merge: two ids separated by a space");
+        // A merge may only join ids that exist before it.
+        if (a < 0 || b < 0 || a >= t.vocab_size() || b >= t.vocab_size())
+            bad("a merge of an id not yet defined (this merge makes id " + std::to_string(t.vocab_size()) + ")");
+        const Pair pair{static_cast<int>(a), static_cast<int>(b)};
+        if (const auto it = t.merge_id_.find(key(pair)); it != t.merge_id_.end())
+            bad("the pair was merged before, into id " + std::to_string(it->second));
+        t.add_merge(pair);
+    }
+    return t;
+}
+
+} // namespace ember::tokenizer
