@@ -4,15 +4,20 @@
 //   build/examples/tokenize train --vocab-size 512 data/tinyshakespeare.txt
 //   build/examples/tokenize encode --tokenizer tokenizer.model FILE
 //   build/examples/tokenize decode --tokenizer tokenizer.model IDS_FILE
+//   build/examples/tokenize encode --tokenizer gpt2 FILE
 //
 // train prints each merge as it learns it and writes PREFIX.model and
 // PREFIX.vocab (minbpe's files); encode prints the ids of a text separated
-// by spaces; decode prints the text of such ids. Bad input exits with
+// by spaces; decode prints the text of such ids. --tokenizer gpt2 is
+// GPT-2's own tokenizer (nn/gpt2_tokenizer.h, data/gpt2). Bad input exits with
 // status 2 and a message. Tests: tests/test_tokenizer.cpp; docs: docs/tokenization.md.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include <ember.h>
@@ -36,9 +41,10 @@ commands
         write PREFIX.model (the merges; minbpe's format, which minbpe can load)
         and PREFIX.vocab (every token, for reading). PREFIX defaults to
         "tokenizer". --quiet prints only the summary.
-  encode --tokenizer MODEL TEXTFILE
-        print the ids of TEXTFILE's text, separated by spaces
-  decode --tokenizer MODEL IDSFILE
+  encode --tokenizer MODEL|gpt2 TEXTFILE
+        print the ids of TEXTFILE's text, separated by spaces; gpt2 is GPT-2's
+        own tokenizer (its 50,257 tokens, from data/gpt2)
+  decode --tokenizer MODEL|gpt2 IDSFILE
         print the text of the ids in IDSFILE (separated by spaces or lines);
         bytes that are not valid UTF-8 become U+FFFD, as Python's
         bytes.decode("utf-8", errors="replace")
@@ -51,6 +57,26 @@ std::string read_file(const std::string& path) {
     std::stringstream text;
     text << in.rdbuf();
     return text.str();
+}
+
+// One of the two tokenizers, behind encode and decode.
+struct Tokenizer {
+    std::function<std::vector<int>(const std::string&)> encode;
+    std::function<std::string(const std::vector<int>&)> decode;
+};
+
+// GPT-2's files: data/gpt2 under the folder the program runs in (the
+// source tree, as the docs run it), else the source tree it was built from.
+Tokenizer open_tokenizer(const std::string& model) {
+    if (model != "gpt2") {
+        auto t = std::make_shared<tokenizer::BasicTokenizer>(tokenizer::BasicTokenizer::load(model));
+        return {[t](const std::string& s) { return t->encode(s); },
+                [t](const std::vector<int>& i) { return t->decode(i); }};
+    }
+    const std::string dir = std::filesystem::exists("data/gpt2/encoder.json") ? "data/gpt2" : EMBER_DATA_DIR "/gpt2";
+    auto t = std::make_shared<tokenizer::GPT2Tokenizer>(tokenizer::GPT2Tokenizer::load(dir));
+    return {[t](const std::string& s) { return t->encode(s); },
+            [t](const std::vector<int>& i) { return t->decode(i); }};
 }
 
 int train(const std::string& path, int vocab_size, const std::string& prefix, bool quiet) {
@@ -97,8 +123,9 @@ int run(int argc, char** argv) {
     }
     if (command != "encode" && command != "decode")
         throw UsageError("unknown command \"" + command + "\" (train, encode or decode)");
-    if (model.empty()) throw UsageError(command + " needs --tokenizer MODEL (a .model file that train wrote)");
-    const tokenizer::BasicTokenizer t = tokenizer::BasicTokenizer::load(model);
+    if (model.empty())
+        throw UsageError(command + " needs --tokenizer MODEL (a .model file that train wrote) or --tokenizer gpt2");
+    const Tokenizer t = open_tokenizer(model);
     const std::string input = read_file(file);
     if (command == "encode") {
         const std::vector<int> ids = t.encode(input);

@@ -1,8 +1,9 @@
 // The JSON of a safetensors header: a small reader (objects, arrays,
 // strings, integers; the other values are recognised and kept as Other)
 // and the quoting of strings as Python's json.dumps writes them. Private to
-// nn/safetensors.cpp, which is all ember needs JSON for. Tests:
-// tests/test_safetensors.cpp (valid and corrupt headers).
+// nn/safetensors.cpp and nn/gpt2_tokenizer.cpp (GPT-2's encoder.json); its
+// errors are nn::SafetensorsError. Tests: tests/test_safetensors.cpp (valid
+// and corrupt headers).
 #pragma once
 
 #include <cstdint>

@@ -11,21 +11,12 @@
 
 namespace ember::tokenizer {
 
-namespace {
-
-// A pair of ids as one hash key.
-uint64_t key(Pair p) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(p.first)) << 32) | static_cast<uint32_t>(p.second);
-}
-
-} // namespace
-
 std::vector<PairCount> count_pairs(const std::vector<int>& ids) {
     std::vector<PairCount> counts;
     std::unordered_map<uint64_t, size_t> where; // pair -> its entry in counts
     for (size_t i = 0; i + 1 < ids.size(); ++i) {
         const Pair p{ids[i], ids[i + 1]};
-        auto [it, is_new] = where.try_emplace(key(p), counts.size());
+        auto [it, is_new] = where.try_emplace(pair_key(p), counts.size());
         if (is_new) counts.push_back({p, 0, static_cast<int64_t>(i)});
         ++counts[it->second].count;
     }
@@ -123,7 +114,7 @@ BasicTokenizer::BasicTokenizer() {
 void BasicTokenizer::add_merge(Pair pair) {
     const int id = vocab_size();
     merges_.push_back(pair);
-    merge_id_[key(pair)] = id;
+    merge_id_[pair_key(pair)] = id;
     vocab_.push_back(vocab_[static_cast<size_t>(pair.first)] + vocab_[static_cast<size_t>(pair.second)]);
 }
 
@@ -158,7 +149,7 @@ std::vector<int> BasicTokenizer::encode(const std::string& text) const {
         int lowest = -1; // the smallest merged id among the adjacent pairs
         Pair pair{};
         for (size_t i = 0; i + 1 < ids.size(); ++i) {
-            const auto it = merge_id_.find(key({ids[i], ids[i + 1]}));
+            const auto it = merge_id_.find(pair_key({ids[i], ids[i + 1]}));
             if (it != merge_id_.end() && (lowest < 0 || it->second < lowest))
                 lowest = it->second, pair = {ids[i], ids[i + 1]};
         }
@@ -270,7 +261,7 @@ BasicTokenizer BasicTokenizer::load(const std::string& model_file) {
         if (a < 0 || b < 0 || a >= t.vocab_size() || b >= t.vocab_size())
             bad("a merge of an id not yet defined (this merge makes id " + std::to_string(t.vocab_size()) + ")");
         const Pair pair{static_cast<int>(a), static_cast<int>(b)};
-        if (const auto it = t.merge_id_.find(key(pair)); it != t.merge_id_.end())
+        if (const auto it = t.merge_id_.find(pair_key(pair)); it != t.merge_id_.end())
             bad("the pair was merged before, into id " + std::to_string(it->second));
         t.add_merge(pair);
     }

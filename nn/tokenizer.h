@@ -28,6 +28,11 @@ public:
 
 using Pair = std::pair<int, int>;
 
+// A pair of ids as one 64-bit key, for hash maps of merges.
+inline uint64_t pair_key(Pair p) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(p.first)) << 32) | static_cast<uint32_t>(p.second);
+}
+
 // How often each adjacent pair occurs in ids, each with the position of its
 // first occurrence (minbpe's get_stats; a dict there, whose order of
 // insertion is that of first occurrence, which breaks ties in training).

@@ -283,5 +283,17 @@ TEST_CASE("the tokenize program: train, encode, decode and its errors", "[tokeni
         CHECK(r.out.find(message) != std::string::npos);
     }
     CHECK(run("--help").out.find("usage: tokenize COMMAND") == 0);
+
+    // GPT-2's tokenizer: the reference encoder's ids (tests/fixtures/gpt2_tokenizer.txt's first case).
+    write(dir + "/hello.txt", "Hello world! I'm here");
+    r = run("encode --tokenizer gpt2 " + dir + "/hello.txt");
+    CHECK(r.status == 0);
+    CHECK(r.out == "15496 995 0 314 1101 994\n");
+    write(dir + "/hello_ids.txt", r.out);
+    CHECK(run("decode --tokenizer gpt2 " + dir + "/hello_ids.txt").out == "Hello world! I'm here");
+    write(dir + "/broken.txt", "ok \xff");
+    r = run("encode --tokenizer gpt2 " + dir + "/broken.txt");
+    CHECK(r.status == 2);
+    CHECK(r.out.find("not valid UTF-8 at byte 3") != std::string::npos);
     fs::remove_all(dir);
 }
