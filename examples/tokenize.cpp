@@ -35,12 +35,14 @@ Byte-level BPE, as minbpe builds it: text is UTF-8 bytes (ids 0-255), and
 training merges the most frequent adjacent pair into a new id, again and again.
 
 commands
-  train --vocab-size N [--out PREFIX] [--quiet] TEXTFILE
+  train --vocab-size N [--regex] [--out PREFIX] [--quiet] TEXTFILE
         learn N - 256 merges from TEXTFILE, printing each one as it is made
         ("merge 1/256: (101, 32) -> 256 (b'e ') had 27643 occurrences"), then
         write PREFIX.model (the merges; minbpe's format, which minbpe can load)
         and PREFIX.vocab (every token, for reading). PREFIX defaults to
-        "tokenizer". --quiet prints only the summary.
+        "tokenizer". --regex first cuts the text with GPT-2's split pattern
+        and merges inside the pieces only (minbpe's RegexTokenizer). --quiet
+        prints only the summary.
   encode --tokenizer MODEL|gpt2 TEXTFILE
         print the ids of TEXTFILE's text, separated by spaces; gpt2 is GPT-2's
         own tokenizer (its 50,257 tokens, from data/gpt2)
@@ -59,7 +61,7 @@ std::string read_file(const std::string& path) {
     return text.str();
 }
 
-// One of the two tokenizers, behind encode and decode.
+// One of the three tokenizers, behind encode and decode.
 struct Tokenizer {
     std::function<std::vector<int>(const std::string&)> encode;
     std::function<std::string(const std::vector<int>&)> decode;
@@ -69,6 +71,16 @@ struct Tokenizer {
 // source tree, as the docs run it), else the source tree it was built from.
 Tokenizer open_tokenizer(const std::string& model) {
     if (model != "gpt2") {
+        // A .model file with a split pattern (its second line) is a RegexTokenizer's.
+        std::ifstream in(model, std::ios::binary);
+        std::string version, pattern;
+        std::getline(in, version);
+        std::getline(in, pattern);
+        if (!pattern.empty() && pattern != "\r") {
+            auto t = std::make_shared<tokenizer::RegexTokenizer>(tokenizer::RegexTokenizer::load(model));
+            return {[t](const std::string& s) { return t->encode(s); },
+                    [t](const std::vector<int>& i) { return t->decode(i); }};
+        }
         auto t = std::make_shared<tokenizer::BasicTokenizer>(tokenizer::BasicTokenizer::load(model));
         return {[t](const std::string& s) { return t->encode(s); },
                 [t](const std::vector<int>& i) { return t->decode(i); }};
@@ -79,9 +91,10 @@ Tokenizer open_tokenizer(const std::string& model) {
             [t](const std::vector<int>& i) { return t->decode(i); }};
 }
 
+template <typename Tokenizer>
 int train(const std::string& path, int vocab_size, const std::string& prefix, bool quiet) {
     const std::string text = read_file(path);
-    tokenizer::BasicTokenizer t;
+    Tokenizer t;
     const auto start = std::chrono::steady_clock::now();
     t.train(text, vocab_size, [quiet](const tokenizer::MergeStep& s) {
         if (!quiet) std::cout << tokenizer::describe(s) << "\n";
@@ -99,10 +112,10 @@ int train(const std::string& path, int vocab_size, const std::string& prefix, bo
 int run(int argc, char** argv) {
     std::vector<std::string> words;
     const auto given =
-        flags::parse(argc, argv, {"--vocab-size", "--out", "--tokenizer"}, {"--help", "--quiet"}, &words);
+        flags::parse(argc, argv, {"--vocab-size", "--out", "--tokenizer"}, {"--help", "--quiet", "--regex"}, &words);
     int64_t vocab_size = -1;
     std::string prefix = "tokenizer", model;
-    bool quiet = false;
+    bool quiet = false, regex = false;
     for (const flags::Flag& f : given) {
         if (f.name == "--help") {
             std::cout << kUsage;
@@ -112,6 +125,7 @@ int run(int argc, char** argv) {
         else if (f.name == "--out") prefix = f.value;
         else if (f.name == "--tokenizer") model = f.value;
         else if (f.name == "--quiet") quiet = true;
+        else if (f.name == "--regex") regex = true;
     }
     if (words.size() != 2) throw UsageError("expected a command (train, encode or decode) and one file");
     const std::string& command = words[0];
@@ -119,7 +133,8 @@ int run(int argc, char** argv) {
     if (command == "train") {
         if (vocab_size < 0) throw UsageError("train needs --vocab-size N (256 or more)");
         if (prefix.empty()) throw UsageError("--out needs a path prefix, got an empty string");
-        return train(file, static_cast<int>(vocab_size), prefix, quiet);
+        return regex ? train<tokenizer::RegexTokenizer>(file, static_cast<int>(vocab_size), prefix, quiet)
+                     : train<tokenizer::BasicTokenizer>(file, static_cast<int>(vocab_size), prefix, quiet);
     }
     if (command != "encode" && command != "decode")
         throw UsageError("unknown command \"" + command + "\" (train, encode or decode)");

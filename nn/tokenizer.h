@@ -3,9 +3,9 @@
 // finds the most frequent adjacent pair of ids and gives it a new id (256,
 // 257, ...); encoding applies the learned merges in the order they were
 // learned; decoding concatenates each id's bytes. BasicTokenizer is minbpe's
-// BasicTokenizer: no split pattern, no special tokens (both come with
-// GPT-2's tokenizer). Its files are minbpe's: NAME.model (read back by
-// minbpe's load, and by ember's) and NAME.vocab (for reading).
+// BasicTokenizer: no split pattern, no special tokens; RegexTokenizer adds
+// GPT-2's split pattern and special tokens. Their files are minbpe's:
+// NAME.model (read back by minbpe's load, and by ember's) and NAME.vocab.
 // Tests: tests/test_tokenizer.cpp; docs: docs/tokenization.md.
 #pragma once
 
@@ -104,11 +104,73 @@ public:
     // The bytes of one token. IndexError outside the vocabulary.
     const std::string& token_bytes(int id) const;
 
+protected:
+    // minbpe's training loop over chunks of byte ids, chunk i counted
+    // weights[i] times; pairs never span two chunks. `op` names the caller.
+    void learn(std::vector<std::vector<int>> chunks, const std::vector<int64_t>& weights, int vocab_size,
+               const std::function<void(const MergeStep&)>& on_merge, const char* op);
+    // The ids of one chunk of bytes: the merges, earliest learned first.
+    std::vector<int> encode_chunk(const std::string& bytes) const;
+    // A .model file's text (version, split pattern, special tokens, merges)
+    // and the .vocab listing; reading a .model into `into`, which must hold
+    // no merges yet: its pattern and special tokens are returned.
+    using Specials = std::vector<std::pair<std::string, int>>;
+    std::string model_text(const std::string& pattern, const Specials& specials) const;
+    std::string vocab_text() const;
+    static std::pair<std::string, Specials> read_model(const std::string& path, const char* op, BasicTokenizer& into);
+
 private:
     void add_merge(Pair pair); // the next id for pair
     std::vector<Pair> merges_;
     std::unordered_map<uint64_t, int> merge_id_; // pair (as a key) -> its id
     std::vector<std::string> vocab_;             // id -> bytes
+};
+
+// GPT-2's split pattern as minbpe writes it (GPT2_SPLIT_PATTERN), and as
+// OpenAI's encoder writes it: the same pattern (gpt2_tokenizer.h), the one
+// RegexTokenizer splits with.
+inline constexpr const char* kGPT2Pattern =
+    R"('(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+inline constexpr const char* kGPT2PatternOpenAI =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// What encode does with special tokens' text (minbpe's allowed_special):
+// refuse it (NoneRaise, minbpe's default), encode it as ordinary text
+// (None), or give each its special id (All).
+enum class AllowedSpecial { NoneRaise, None, All };
+
+// minbpe's RegexTokenizer with GPT-2's split pattern: the text is first cut
+// into pieces (split_gpt2, gpt2_tokenizer.h), and merges are learned and
+// applied inside pieces only; special tokens (such as <|endoftext|>) have
+// ids of their own, beyond the merges. Its .model file holds the pattern
+// and the special tokens; load reads one written by save or by minbpe's
+// RegexTokenizer(GPT2_SPLIT_PATTERN).save, and refuses other patterns.
+class RegexTokenizer : public BasicTokenizer {
+public:
+    // Learns vocab_size - 256 merges from the pieces of text, as minbpe's
+    // RegexTokenizer.train does (pairs counted within pieces, the most
+    // frequent merged; ties: the first seen). Keeps the special tokens.
+    // ValueError if vocab_size < 256 or text is not valid UTF-8.
+    void train(const std::string& text, int vocab_size, const std::function<void(const MergeStep&)>& on_merge = {});
+
+    // Adds special tokens, each a text and its id. ValueError for an empty or
+    // repeated text, or an id that is taken (below vocab_size(), or another
+    // special's).
+    void register_special_tokens(const Specials& specials);
+    const Specials& special_tokens() const { return specials_; }
+
+    // The ids of text: each piece's merges; special tokens' text as `allowed` says.
+    std::vector<int> encode(const std::string& text, AllowedSpecial allowed = AllowedSpecial::NoneRaise) const;
+    std::vector<int> encode_ordinary(const std::string& text) const;
+    // As BasicTokenizer's, with special ids decoded to their text.
+    std::string decode(const std::vector<int>& ids) const;
+    std::string decode_bytes(const std::vector<int>& ids) const;
+
+    void save(const std::string& prefix) const;
+    static RegexTokenizer load(const std::string& model_file);
+
+private:
+    Specials specials_;
 };
 
 } // namespace ember::tokenizer

@@ -284,6 +284,13 @@ TEST_CASE("the tokenize program: train, encode, decode and its errors", "[tokeni
     }
     CHECK(run("--help").out.find("usage: tokenize COMMAND") == 0);
 
+    // --regex: minbpe's RegexTokenizer with GPT-2's pattern, its file found by its pattern line.
+    write(dir + "/aa.txt", "aa aa aa");
+    r = run("train --regex --vocab-size 300 --out " + dir + "/rx " + dir + "/aa.txt");
+    CHECK(r.status == 0);
+    CHECK(r.out.find("merge 2/44: (32, 256) -> 257 (b' aa') had 2 occurrences\nlearned 2 merges") != std::string::npos);
+    CHECK(run("encode --tokenizer " + dir + "/rx.model " + dir + "/aa.txt").out == "256 257 257\n");
+
     // GPT-2's tokenizer: the reference encoder's ids (tests/fixtures/gpt2_tokenizer.txt's first case).
     write(dir + "/hello.txt", "Hello world! I'm here");
     r = run("encode --tokenizer gpt2 " + dir + "/hello.txt");
@@ -295,5 +302,126 @@ TEST_CASE("the tokenize program: train, encode, decode and its errors", "[tokeni
     r = run("encode --tokenizer gpt2 " + dir + "/broken.txt");
     CHECK(r.status == 2);
     CHECK(r.out.find("not valid UTF-8 at byte 3") != std::string::npos);
+    fs::remove_all(dir);
+}
+
+// ---- RegexTokenizer ---------------------------------------------------------------------------
+
+TEST_CASE("RegexTokenizer merges only inside GPT-2's pieces", "[tokenizer][regex]") {
+    // "aa aa aa" is the pieces "aa", " aa", " aa": (97,97) occurs 3 times
+    // and becomes 256; then (32,256) twice, 257; then no piece has a pair
+    // left, so training stops with two merges (BasicTokenizer would go on
+    // across the spaces).
+    RegexTokenizer t;
+    t.train("aa aa aa", 300);
+    CHECK(t.merges() == std::vector<Pair>{{97, 97}, {32, 256}});
+    CHECK(t.encode("aa aa aa") == std::vector<int>{256, 257, 257});
+    BasicTokenizer basic;
+    basic.train("aa aa aa", 300);
+    CHECK(basic.merges().size() > 2);
+    CHECK(t.decode(t.encode("Hello world, it's 2024!")) == "Hello world, it's 2024!");
+    CHECK_THROWS_AS(t.encode("ok \xff"), ValueError);
+    CHECK_THROWS_AS(t.train("x", 10), ValueError);
+}
+
+TEST_CASE("RegexTokenizer on tiny Shakespeare: the merges of a second implementation", "[tokenizer][regex][data]") {
+    std::ifstream fixture(std::string(EMBER_FIXTURE_DIR) + "/bpe_shakespeare_regex.txt");
+    REQUIRE(fixture);
+    std::string line;
+    std::getline(fixture, line); // the header
+    std::vector<std::vector<int64_t>> expected;
+    int64_t tokens = -1;
+    while (std::getline(fixture, line)) {
+        std::istringstream f(line);
+        if (line.rfind("tokens ", 0) == 0) {
+            std::string word;
+            f >> word >> tokens;
+            continue;
+        }
+        std::vector<int64_t> row(4);
+        f >> row[0] >> row[1] >> row[2] >> row[3];
+        expected.push_back(row);
+    }
+    REQUIRE(expected.size() == 256);
+    const std::string text = read(std::string(EMBER_DATA_DIR) + "/tinyshakespeare.txt");
+    RegexTokenizer t;
+    std::vector<MergeStep> steps;
+    t.train(text, 512, [&](const MergeStep& s) { steps.push_back(s); });
+    REQUIRE(steps.size() == 256);
+    for (size_t i = 0; i < 256; ++i) {
+        INFO("merge " << i + 1 << ": " << describe(steps[i]));
+        CHECK(steps[i].pair.first == expected[i][0]);
+        CHECK(steps[i].pair.second == expected[i][1]);
+        CHECK(steps[i].id == expected[i][2]);
+        CHECK(steps[i].count == expected[i][3]);
+    }
+    const std::vector<int> ids = t.encode(text);
+    CHECK(static_cast<int64_t>(ids.size()) == tokens);
+    CHECK(t.decode(ids) == text);
+}
+
+TEST_CASE("RegexTokenizer's special tokens, as minbpe's allowed_special", "[tokenizer][regex]") {
+    RegexTokenizer t;
+    t.train("aa aa aa", 258);
+    t.register_special_tokens({{"<|endoftext|>", 300}, {"<|pad|>", 301}});
+    const std::string text = "aa<|endoftext|> aa<|pad|>";
+    CHECK(t.encode(text, AllowedSpecial::All) == std::vector<int>{256, 300, 257, 301});
+    CHECK_THROWS_WITH(t.encode(text), Catch::Contains("[RegexTokenizer::encode]") && Catch::Contains("<|endoftext|>") &&
+                                          Catch::Contains("at byte 2"));
+    const std::vector<int> ordinary = t.encode(text, AllowedSpecial::None);
+    CHECK(ordinary == t.encode_ordinary(text));
+    CHECK(std::find(ordinary.begin(), ordinary.end(), 300) == ordinary.end());
+    CHECK(t.decode({256, 300, 257, 301}) == text);
+    CHECK(t.decode(ordinary) == text);
+    CHECK_THROWS_AS(t.decode({299}), IndexError); // neither a token nor a special one
+    // Ids already taken, empty or repeated texts.
+    CHECK_THROWS_AS(t.register_special_tokens({{"<|x|>", 100}}), ValueError);
+    CHECK_THROWS_AS(t.register_special_tokens({{"", 400}}), ValueError);
+    CHECK_THROWS_AS(t.register_special_tokens({{"<|pad|>", 400}}), ValueError);
+    CHECK_THROWS_AS(t.register_special_tokens({{"<|y|>", 301}}), ValueError);
+    CHECK(t.special_tokens().size() == 2);
+    // Training again may not give a merge a special token's id: refused before the work.
+    CHECK_THROWS_WITH(t.train("aa aa aa", 400), Catch::Contains("300") && Catch::Contains("<|endoftext|>"));
+    CHECK(t.merges().size() == 2);
+}
+
+TEST_CASE("RegexTokenizer saves minbpe's file with GPT-2's pattern and its special tokens", "[tokenizer][regex]") {
+    const std::string dir = scratch("regex_save");
+    RegexTokenizer t;
+    t.train("aa aa aa", 258);
+    t.register_special_tokens({{"<|endoftext|>", 300}});
+    t.save(dir + "/r");
+    CHECK(read(dir + "/r.model") ==
+          "minbpe v1\n" + std::string(kGPT2Pattern) + "\n1\n<|endoftext|> 300\n97 97\n32 256\n");
+    const RegexTokenizer back = RegexTokenizer::load(dir + "/r.model");
+    CHECK(back.merges() == t.merges());
+    CHECK(back.special_tokens() == t.special_tokens());
+    CHECK(back.encode("aa<|endoftext|>", AllowedSpecial::All) == std::vector<int>{256, 300});
+    // OpenAI's spelling of the same pattern reads too; another pattern (GPT-4's) is refused.
+    write(dir + "/openai.model", "minbpe v1\n" + std::string(kGPT2PatternOpenAI) + "\n0\n97 97\n");
+    CHECK(RegexTokenizer::load(dir + "/openai.model").merges().size() == 1);
+    write(dir + "/gpt4.model", "minbpe v1\n'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}+\n0\n");
+    CHECK_THROWS_WITH(RegexTokenizer::load(dir + "/gpt4.model"),
+                      Catch::Contains(":2: the split pattern is not GPT-2's"));
+    // A BasicTokenizer refuses the regex tokenizer's file, and the reverse.
+    CHECK_THROWS_WITH(BasicTokenizer::load(dir + "/r.model"), Catch::Contains("split pattern"));
+    BasicTokenizer basic;
+    basic.train("aa aa aa", 258);
+    basic.save(dir + "/b");
+    CHECK_THROWS_WITH(RegexTokenizer::load(dir + "/b.model"), Catch::Contains("not GPT-2's"));
+    // Bad special token lines, and special tokens that collide.
+    for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+             {"minbpe v1\n" + std::string(kGPT2Pattern) + "\nx\n", ":3: expected the number of special tokens"},
+             {"minbpe v1\n" + std::string(kGPT2Pattern) + "\n1\n", "before a special token"},
+             {"minbpe v1\n" + std::string(kGPT2Pattern) + "\n1\n<|eot|>\n", ":4: expected a special token"},
+             {"minbpe v1\n" + std::string(kGPT2Pattern) + "\n1\n<|eot|> 65\n", "which a byte or merge holds"},
+             {"minbpe v1\n" + std::string(kGPT2Pattern) + "\n2\n<|a|> 300\n<|b|> 300\n", "repeats"},
+         }) {
+        INFO(text);
+        write(dir + "/bad.model", text);
+        CHECK_THROWS_AS(RegexTokenizer::load(dir + "/bad.model"), TokenizerError);
+        CHECK_THROWS_WITH(RegexTokenizer::load(dir + "/bad.model"),
+                          Catch::Contains("[RegexTokenizer::load]") && Catch::Contains(message));
+    }
     fs::remove_all(dir);
 }
