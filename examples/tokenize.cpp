@@ -55,7 +55,7 @@ commands
 
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument("cannot read '" + path + "'");
+    if (!in || std::filesystem::is_directory(path)) throw std::invalid_argument("cannot read '" + path + "' as a file");
     std::stringstream text;
     text << in.rdbuf();
     return text.str();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -64,7 +65,7 @@ void decode_utf8(const std::string& text, std::vector<uint32_t>& code, std::vect
         if (!ok || c < min || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) {
             char hex[8];
             std::snprintf(hex, sizeof hex, "0x%02x", b);
-            fail<ValueError>("GPT2Tokenizer", "the text is not valid UTF-8 at byte ", i, " (", hex, ")");
+            fail<ValueError>("split_gpt2", "the text is not valid UTF-8 at byte ", i, " (", hex, ")");
         }
         code.push_back(c);
         start.push_back(i);
@@ -187,7 +188,8 @@ std::unordered_map<uint32_t, unsigned char> byte_of_character() {
 
 std::string read_checked(const std::string& path, const char* sha256) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) fail<TokenizerError>("GPT2Tokenizer::load", "cannot read '", path, "'");
+    if (!in || std::filesystem::is_directory(path))
+        fail<TokenizerError>("GPT2Tokenizer::load", "cannot read '", path, "' as a file");
     std::stringstream s;
     s << in.rdbuf();
     const std::string bytes = s.str();

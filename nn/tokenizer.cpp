@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -267,7 +268,7 @@ void BasicTokenizer::save(const std::string& prefix) const {
 std::pair<std::string, BasicTokenizer::Specials> BasicTokenizer::read_model(const std::string& path, const char* op,
                                                                             BasicTokenizer& into) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) fail<TokenizerError>(op, "cannot open '", path, "'");
+    if (!in || std::filesystem::is_directory(path)) fail<TokenizerError>(op, "cannot open '", path, "' as a file");
     int line_number = 0;
     std::string line;
     auto next_line = [&](const char* what) {
@@ -354,6 +355,10 @@ void RegexTokenizer::register_special_tokens(const Specials& specials) {
     Specials all = specials_;
     for (const auto& [text, id] : specials) {
         if (text.empty()) fail<ValueError>("RegexTokenizer", "a special token's text is empty (id ", id, ")");
+        if (text.find_first_of(" \t\r\n\v\f") != std::string::npos)
+            fail<ValueError>("RegexTokenizer", "special token \"", text,
+                             "\" holds white space, which minbpe's .model file cannot hold");
+        if (id < 0) fail<ValueError>("RegexTokenizer", "special token \"", text, "\" has a negative id, ", id);
         if (id < vocab_size())
             fail<ValueError>("RegexTokenizer", "special token \"", text, "\" has id ", id,
                              ", which a byte or merge holds (the vocabulary has ", vocab_size(), ")");
@@ -413,7 +418,10 @@ std::string RegexTokenizer::decode_bytes(const std::vector<int>& ids) const {
                 continue;
             }
         }
-        bytes += token_bytes(id); // IndexError for any other id
+        if (id < 0 || id >= vocab_size())
+            fail<IndexError>("RegexTokenizer", "id ", id, " is neither a token (0 to ", vocab_size() - 1,
+                             ") nor a special token");
+        bytes += token_bytes(id);
     }
     return bytes;
 }

@@ -73,9 +73,9 @@ public:
 
     // Learns vocab_size - 256 merges from text's bytes, replacing any it had.
     // Each merge takes the pair that occurs most often in the text as merged
-    // so far (ties: the pair seen first), as minbpe's train does; training
-    // stops early, with fewer merges, if no pair occurs twice or the text
-    // has a single id left. `on_merge` (if given) sees each merge as made.
+    // so far (ties: the pair seen first), even a pair that occurs once, as
+    // minbpe's train does; training stops early, with fewer merges, only when
+    // the text has a single id left. `on_merge` (if given) sees each merge.
     // ValueError if vocab_size < 256.
     void train(const std::string& text, int vocab_size, const std::function<void(const MergeStep&)>& on_merge = {});
 
@@ -154,8 +154,9 @@ public:
     void train(const std::string& text, int vocab_size, const std::function<void(const MergeStep&)>& on_merge = {});
 
     // Adds special tokens, each a text and its id. ValueError for an empty or
-    // repeated text, or an id that is taken (below vocab_size(), or another
-    // special's).
+    // repeated text, a text with white space (minbpe's file splits its lines
+    // at spaces), or an id that is negative or taken (below vocab_size(), or
+    // another special's).
     void register_special_tokens(const Specials& specials);
     const Specials& special_tokens() const { return specials_; }
 

@@ -214,6 +214,7 @@ TEST_CASE("every error names the op, the file and the line", "[tokenizer][errors
 
     const std::string dir = scratch("errors");
     CHECK_THROWS_WITH(BasicTokenizer::load(dir + "/none.model"), Catch::Contains("cannot open"));
+    CHECK_THROWS_WITH(BasicTokenizer::load(dir), Catch::Contains("cannot open") && Catch::Contains("as a file"));
     const std::vector<std::pair<std::string, std::string>> bad = {
         {"", "ends at line 0, before the version"},
         {"minbpe v2\n\n0\n", ":1: not a minbpe v1 model file"},
@@ -270,6 +271,7 @@ TEST_CASE("the tokenize program: train, encode, decode and its errors", "[tokeni
              {"train " + dir + "/text.txt", "--vocab-size"},
              {"train --vocab-size 100 " + dir + "/text.txt", "--vocab-size"},
              {"train --vocab-size 300 " + dir + "/missing.txt", "cannot read"},
+             {"encode --tokenizer gpt2 " + dir, "as a file"},
              {"split --tokenizer x " + dir + "/text.txt", "unknown command \"split\""},
              {"encode " + dir + "/text.txt", "needs --tokenizer"},
              {"encode --tokenizer " + dir + "/text.txt " + dir + "/text.txt", "not a minbpe v1 model file"},
@@ -379,6 +381,10 @@ TEST_CASE("RegexTokenizer's special tokens, as minbpe's allowed_special", "[toke
     CHECK_THROWS_AS(t.register_special_tokens({{"", 400}}), ValueError);
     CHECK_THROWS_AS(t.register_special_tokens({{"<|pad|>", 400}}), ValueError);
     CHECK_THROWS_AS(t.register_special_tokens({{"<|y|>", 301}}), ValueError);
+    CHECK_THROWS_WITH(t.register_special_tokens({{"<|a b|>", 400}}), Catch::Contains("white space"));
+    CHECK_THROWS_WITH(t.register_special_tokens({{"<|\n|>", 400}}), Catch::Contains("white space"));
+    CHECK_THROWS_WITH(t.register_special_tokens({{"<|z|>", -5}}), Catch::Contains("negative id"));
+    CHECK_THROWS_WITH(t.decode({299}), Catch::Contains("[RegexTokenizer] id 299 is neither a token (0 to 257)"));
     CHECK(t.special_tokens().size() == 2);
     // Training again may not give a merge a special token's id: refused before the work.
     CHECK_THROWS_WITH(t.train("aa aa aa", 400), Catch::Contains("300") && Catch::Contains("<|endoftext|>"));

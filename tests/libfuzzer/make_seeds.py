@@ -123,6 +123,23 @@ TEXT = {
     "all_ascii.txt": b"\x02" + bytes(range(1, 128)),
 }
 
+# The tokenizer seeds (fuzz_tokenizer.cpp): an even first byte, a .model
+# file; an odd one, a text.
+GPT2 = rb"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+TOKENIZER = {
+    "model_basic": b"\x00minbpe v1\n\n0\n97 97\n256 97\n257 98\n",
+    "model_regex": b"\x00minbpe v1\n" + GPT2 + b"\n1\n<|endoftext|> 300\n97 97\n32 256\n",
+    "model_crlf": b"\x00minbpe v1\r\n\r\n0\r\n97 97\r\n",
+    "model_bad_merge": b"\x00minbpe v1\n\n0\n97 300\n",
+    "model_bad_count": b"\x00minbpe v1\n\n99999999999999999999\n",
+    "model_special_no_id": b"\x00minbpe v1\n" + GPT2 + b"\n1\n<|eot|>\n",
+    "text_english": b"\x01Hello world! I'm here, you're there; it's 2024.\n\n  Done.  ",
+    "text_scripts": b"\x01" + "Caf\u00e9 \u039a\u03b1\u03bb\u03b7 \u041f\u0440\u0438 \u4f60\u597d "
+                    "\U0001F44D\U0001F3FD \u0645\u0631\u062d\u0628\u0627 \u00a0\u3000x".encode("utf-8"),
+    "text_invalid": b"\x01ok \xff \xc3( \xed\xa0\x80 \xf0\x9f\x98",
+    "text_spaces": b"\x01 \t\r\n  \n\n   x   ",
+}
+
 
 def write(folder, files):
     os.makedirs(folder, exist_ok=True)
@@ -137,4 +154,5 @@ with open(os.path.join(HERE, "..", "fixtures", "canonical.safetensors"), "rb") a
 
 write(os.path.join(HERE, "corpus", "safetensors"), SAFETENSORS)
 write(os.path.join(HERE, "corpus", "text_data"), TEXT)
-print(f"wrote {len(SAFETENSORS)} safetensors seeds and {len(TEXT)} text seeds")
+write(os.path.join(HERE, "corpus", "tokenizer"), TOKENIZER)
+print(f"wrote {len(SAFETENSORS)} safetensors seeds, {len(TEXT)} text seeds and {len(TOKENIZER)} tokenizer seeds")
