@@ -9,6 +9,14 @@
 
 namespace ember::nn::init {
 
+namespace {
+thread_local bool no_init = false;
+} // namespace
+
+NoInitGuard::NoInitGuard() : previous_(no_init) { no_init = true; }
+NoInitGuard::~NoInitGuard() { no_init = previous_; }
+bool NoInitGuard::active() { return no_init; }
+
 int64_t fan_in(const Tensor& tensor) {
     if (tensor.dim() < 2)
         fail<ShapeError>("init", "fan in and fan out need a tensor with at least 2 dims, got ", tensor.shape());
@@ -26,24 +34,28 @@ void kaiming_uniform_(const Tensor& tensor, double a, Generator* generator) {
 }
 
 void uniform_(const Tensor& tensor, double from, double to, Generator* generator) {
+    if (no_init) return;
     NoGradGuard no_grad;
     Tensor t = tensor;
     t.uniform_(from, to, generator);
 }
 
 void normal_(const Tensor& tensor, double mean, double std, Generator* generator) {
+    if (no_init) return;
     NoGradGuard no_grad;
     Tensor t = tensor;
     t.normal_(mean, std, generator);
 }
 
 void zeros_(const Tensor& tensor) {
+    if (no_init) return;
     NoGradGuard no_grad;
     Tensor t = tensor;
     t.zero_();
 }
 
 void ones_(const Tensor& tensor) {
+    if (no_init) return;
     NoGradGuard no_grad;
     Tensor t = tensor;
     t.fill_(1);

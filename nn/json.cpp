@@ -33,7 +33,7 @@ void append_utf8(std::string& out, unsigned code) {
 
 class JsonReader {
 public:
-    JsonReader(const std::string& text, const std::string& where) : s_(text), where_(where) {}
+    JsonReader(const std::string& text, const std::string& where, const char* op) : s_(text), where_(where), op_(op) {}
 
     Json document() {
         Json value = parse(0);
@@ -44,7 +44,7 @@ public:
 
 private:
     [[noreturn]] void error(const std::string& what) const {
-        fail<nn::SafetensorsError>("load_safetensors", where_, ": invalid header JSON at byte ", pos_, ": ", what);
+        fail<nn::SafetensorsError>(op_, where_, ": invalid JSON at byte ", pos_, ": ", what);
     }
     void skip_space() {
         while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t'))
@@ -113,6 +113,7 @@ private:
         for (const char* word : {"true", "false", "null"})
             if (s_.compare(pos_, std::strlen(word), word) == 0) {
                 pos_ += std::strlen(word);
+                v.text = word;
                 return v;
             }
         error("unexpected character");
@@ -144,11 +145,16 @@ private:
             integral = false;
         }
         Json v;
+        const std::string literal = s_.substr(start, pos_ - start);
         if (integral && int_digits <= 18) { // fits int64 whatever the digits
             v.kind = Json::Kind::Integer;
-            v.integer = std::stoll(s_.substr(start, pos_ - start));
+            v.integer = std::stoll(literal);
+            v.number = static_cast<double>(v.integer);
+        } else { // fractions and huge numbers: never valid in a safetensors header, read for config.json
+            v.kind = Json::Kind::Number;
+            v.number = std::strtod(literal.c_str(), nullptr); // C locale; 1e999 gives inf
         }
-        return v; // fractions and huge numbers are never valid in a safetensors header
+        return v;
     }
 
     unsigned hex4() {
@@ -208,12 +214,15 @@ private:
 
     const std::string& s_;
     std::string where_;
+    const char* op_;
     size_t pos_ = 0;
 };
 
 } // namespace
 
-Json parse_json(const std::string& text, const std::string& where) { return JsonReader(text, where).document(); }
+Json parse_json(const std::string& text, const std::string& where, const char* op) {
+    return JsonReader(text, where, op).document();
+}
 
 // A JSON string literal, escaped as Python's json.dumps(..., ensure_ascii=False).
 std::string json_quoted(const std::string& s) {

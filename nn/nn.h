@@ -1,9 +1,10 @@
 // ember::nn: modules, layers, the notebooks' attention, the lecture's GPT
-// and the fast GPT, sampling, optimisers, checkpoints, the model summary,
-// byte-level BPE and GPT-2's tokenizer (tokenizer.h, gpt2_tokenizer.h), built
-// on the core engine (../core). Included by ember.h. Tests:
-// tests/test_module.cpp, test_layers.cpp, test_attention.cpp, test_gpt.cpp,
-// test_fast_gpt.cpp, test_summary.cpp, test_tokenizer.cpp, test_gpt2_tokenizer.cpp.
+// and the fast GPT, sampling, optimisers, checkpoints, GPT-2's checkpoints
+// (pretrained.h), the model summary, byte-level BPE and GPT-2's tokenizer
+// (tokenizer.h, gpt2_tokenizer.h), built on the core engine (../core).
+// Included by ember.h. Tests: tests/test_module.cpp, test_layers.cpp,
+// test_attention.cpp, test_gpt.cpp, test_fast_gpt.cpp, test_pretrained.cpp,
+// test_summary.cpp, test_tokenizer.cpp, test_gpt2_tokenizer.cpp.
 #pragma once
 
 #include "nn/attention.h"
@@ -17,6 +18,7 @@
 #include "nn/linear.h"
 #include "nn/module.h"
 #include "nn/optim.h"
+#include "nn/pretrained.h"
 #include "nn/safetensors.h"
 #include "nn/summary.h"
 #include "nn/tokenizer.h"

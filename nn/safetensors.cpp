@@ -56,6 +56,49 @@ bool dtype_from_name(const std::string& name, DType& out) {
 
 } // namespace
 
+} // namespace ember::nn
+
+namespace ember::internal {
+
+void write_file_atomically(const std::string& path, const std::vector<Bytes>& pieces, const char* op) {
+    // Write everything to a new temporary file beside `path` (a unique name:
+    // no other file is touched, and two saves cannot mix), flush it to disk,
+    // and only then rename it over `path`: the old file stays intact until
+    // the new one is whole.
+    std::string tmp = path + ".tmp.XXXXXX";
+    int fd = ::mkstemp(tmp.data());
+    if (fd < 0)
+        fail<nn::SafetensorsError>(op, "cannot create a temporary file beside ", path, ": ", std::strerror(errno));
+    ::fchmod(fd, new_file_mode()); // mkstemp's 0600 would hide the file from other users
+    auto write_all = [&](const void* bytes, size_t n) {
+        const char* p = static_cast<const char*>(bytes);
+        while (n > 0) {
+            ssize_t w = ::write(fd, p, n);
+            if (w < 0 && errno == EINTR) continue;
+            if (w == 0) errno = EIO; // no progress and no reason given
+            if (w <= 0) return false;
+            p += w;
+            n -= static_cast<size_t>(w);
+        }
+        return true;
+    };
+    bool ok = true;
+    for (const Bytes& piece : pieces) ok = ok && write_all(piece.data, piece.size);
+    ok = ok && ::fsync(fd) == 0;
+    int saved_errno = errno;
+    ok = ::close(fd) == 0 && ok;
+    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+        if (ok) saved_errno = errno;
+        ::unlink(tmp.c_str());
+        fail<nn::SafetensorsError>(op, "cannot write ", path, ": ", std::strerror(saved_errno),
+                                   " (the previous file, if any, is unchanged)");
+    }
+}
+
+} // namespace ember::internal
+
+namespace ember::nn {
+
 // ---- saving ----------------------------------------------------------------------------------
 
 void save_safetensors(const StateDict& tensors, const std::string& path, const Metadata& metadata) {
@@ -97,43 +140,14 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const M
     // Pad with spaces so that the data starts at a multiple of 8.
     while ((8 + header.size()) % 8 != 0) header += ' ';
 
-    // Write everything to a new temporary file beside `path` (a unique name:
-    // no other file is touched, and two saves cannot mix), flush it to disk,
-    // and only then rename it over `path`: the old file stays intact until
-    // the new one is whole.
-    std::string tmp = path + ".tmp.XXXXXX";
-    int fd = ::mkstemp(tmp.data());
-    if (fd < 0)
-        fail<SafetensorsError>("save_safetensors", "cannot create a temporary file beside ", path, ": ",
-                               std::strerror(errno));
-    ::fchmod(fd, internal::new_file_mode()); // mkstemp's 0600 would hide the checkpoint from other users
-    auto write_all = [&](const void* bytes, size_t n) {
-        const char* p = static_cast<const char*>(bytes);
-        while (n > 0) {
-            ssize_t w = ::write(fd, p, n);
-            if (w < 0 && errno == EINTR) continue;
-            if (w == 0) errno = EIO; // no progress and no reason given
-            if (w <= 0) return false;
-            p += w;
-            n -= static_cast<size_t>(w);
-        }
-        return true;
-    };
+    std::vector<internal::Bytes> pieces;
     uint64_t n = header.size();
-    bool ok = write_all(&n, 8) && write_all(header.data(), header.size());
+    pieces.push_back({&n, 8});
+    pieces.push_back({header.data(), header.size()});
     for (const Tensor& t : data)
-        ok = ok &&
-             write_all(static_cast<const char*>(t.storage()->data()) + t.storage_offset() * element_size(t.dtype()),
-                       static_cast<size_t>(t.numel()) * element_size(t.dtype()));
-    ok = ok && ::fsync(fd) == 0;
-    int saved_errno = errno;
-    ok = ::close(fd) == 0 && ok;
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        if (ok) saved_errno = errno;
-        ::unlink(tmp.c_str());
-        fail<SafetensorsError>("save_safetensors", "cannot write ", path, ": ", std::strerror(saved_errno),
-                               " (the previous file, if any, is unchanged)");
-    }
+        pieces.push_back({static_cast<const char*>(t.storage()->data()) + t.storage_offset() * element_size(t.dtype()),
+                          static_cast<size_t>(t.numel()) * element_size(t.dtype())});
+    internal::write_file_atomically(path, pieces, "save_safetensors");
 }
 
 // ---- loading ---------------------------------------------------------------------------------

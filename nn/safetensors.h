@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "nn/module.h"
 
@@ -38,3 +39,15 @@ void save(const Module& module, const std::string& path, const Metadata& metadat
 void load(Module& module, const std::string& path, Metadata* metadata = nullptr);
 
 } // namespace ember::nn
+
+namespace ember::internal {
+// Bytes to write: a pointer and a length.
+struct Bytes {
+    const void* data;
+    size_t size;
+};
+// Writes `pieces` one after another to a temporary file beside `path`,
+// flushes it to disk and renames it over `path`; SafetensorsError naming
+// `op` if any step fails (the previous file, if any, is then unchanged).
+void write_file_atomically(const std::string& path, const std::vector<Bytes>& pieces, const char* op);
+} // namespace ember::internal
