@@ -23,6 +23,7 @@
 #include <ember.h>
 
 #include "flags.h"
+#include "open_tokenizer.h"
 
 using namespace ember;
 using flags::UsageError;
@@ -59,36 +60,6 @@ std::string read_file(const std::string& path) {
     std::stringstream text;
     text << in.rdbuf();
     return text.str();
-}
-
-// One of the three tokenizers, behind encode and decode.
-struct Tokenizer {
-    std::function<std::vector<int>(const std::string&)> encode;
-    std::function<std::string(const std::vector<int>&)> decode;
-};
-
-// GPT-2's files: data/gpt2 under the folder the program runs in (the
-// source tree, as the docs run it), else the source tree it was built from.
-Tokenizer open_tokenizer(const std::string& model) {
-    if (model != "gpt2") {
-        // A .model file with a split pattern (its second line) is a RegexTokenizer's.
-        std::ifstream in(model, std::ios::binary);
-        std::string version, pattern;
-        std::getline(in, version);
-        std::getline(in, pattern);
-        if (!pattern.empty() && pattern != "\r") {
-            auto t = std::make_shared<tokenizer::RegexTokenizer>(tokenizer::RegexTokenizer::load(model));
-            return {[t](const std::string& s) { return t->encode(s); },
-                    [t](const std::vector<int>& i) { return t->decode(i); }};
-        }
-        auto t = std::make_shared<tokenizer::BasicTokenizer>(tokenizer::BasicTokenizer::load(model));
-        return {[t](const std::string& s) { return t->encode(s); },
-                [t](const std::vector<int>& i) { return t->decode(i); }};
-    }
-    const std::string dir = std::filesystem::exists("data/gpt2/encoder.json") ? "data/gpt2" : EMBER_DATA_DIR "/gpt2";
-    auto t = std::make_shared<tokenizer::GPT2Tokenizer>(tokenizer::GPT2Tokenizer::load(dir));
-    return {[t](const std::string& s) { return t->encode(s); },
-            [t](const std::vector<int>& i) { return t->decode(i); }};
 }
 
 template <typename Tokenizer>
@@ -140,7 +111,7 @@ int run(int argc, char** argv) {
         throw UsageError("unknown command \"" + command + "\" (train, encode or decode)");
     if (model.empty())
         throw UsageError(command + " needs --tokenizer MODEL (a .model file that train wrote) or --tokenizer gpt2");
-    const Tokenizer t = open_tokenizer(model);
+    const AnyTokenizer t = open_tokenizer(model);
     const std::string input = read_file(file);
     if (command == "encode") {
         const std::vector<int> ids = t.encode(input);

@@ -14,9 +14,13 @@ namespace ember::nn {
 
 // One draw per row of logits (B,V) -> (B,1) int64: logits / temperature,
 // then (with top_k) every logit below the k-th largest of its row set to
-// -inf, softmax, multinomial. Records no graph of its own.
+// -inf, then (with top_p, nucleus sampling) every token outside the most
+// likely ones whose probabilities first reach top_p set to -inf (a token is
+// kept while the tokens more likely than it hold less than top_p; the most
+// likely is always kept: Hugging Face's TopPLogitsWarper), softmax,
+// multinomial. Records no graph of its own.
 Tensor sample_next(const Tensor& logits, double temperature = 1.0, std::optional<int64_t> top_k = std::nullopt,
-                   Generator* generator = nullptr);
+                   Generator* generator = nullptr, std::optional<double> top_p = std::nullopt);
 
 // Extends each row of idx (B,T) by max_new_tokens tokens sampled from any
 // model whose forward maps (B,T) ids to (B,T,V) logits: each step runs the

@@ -303,6 +303,30 @@ std::shared_ptr<GPT> from_pretrained(const std::string& dir, double dropout, Lay
     return model;
 }
 
+TextLoss text_loss(GPT& model, const std::vector<int64_t>& ids,
+                   const std::function<void(int64_t done, int64_t total)>& progress) {
+    const int64_t n = static_cast<int64_t>(ids.size()), block = model.config.block_size;
+    if (n < 2) fail<ValueError>("text_loss", "needs at least 2 tokens (one to predict from, one to predict), got ", n);
+    NoGradGuard no_grad;
+    const bool was_training = model.is_training();
+    model.eval();
+    TextLoss result;
+    double total = 0; // the sum of every predicted token's loss, in double
+    for (int64_t start = 0; start + 1 < n; start += block) {
+        const int64_t end = std::min(start + block + 1, n); // one past the chunk's last token
+        Tensor chunk = from_vector(std::vector<int64_t>(ids.begin() + start, ids.begin() + end), {1, end - start});
+        const int64_t predicted = end - start - 1;
+        Tensor loss = model.forward(chunk.slice(1, 0, -1), chunk.slice(1, 1)).loss; // the mean over `predicted`
+        total += loss.item() * static_cast<double>(predicted);
+        result.tokens += predicted;
+        ++result.chunks;
+        if (progress) progress(result.tokens, n - 1);
+    }
+    model.train(was_training);
+    result.mean = total / static_cast<double>(result.tokens);
+    return result;
+}
+
 // ---- writing --------------------------------------------------------------------------------
 
 namespace {

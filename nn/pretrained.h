@@ -16,7 +16,7 @@
 //       n_head, n_embd, block_size, bias, vocab_size, dropout); the tensors
 //       are its state_dict's, which are the fast model's names and shapes
 //       (transformer.h.0.attn.c_attn.weight, (3C, C)). nanoGPT saves a
-//       pickled ckpt.pt; tools/nanogpt_to_safetensors.py turns one into
+//       pickled ckpt.pt; examples/nanogpt_to_safetensors.py turns one into
 //       this layout.
 //
 // Reading checks every name and shape before the model is touched, and
@@ -25,8 +25,10 @@
 // tests/test_pretrained.cpp, against a PyTorch twin's checkpoints.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nn/fast_gpt.h"
 #include "nn/safetensors.h"
@@ -64,6 +66,22 @@ std::shared_ptr<GPT> from_pretrained(const std::string& dir, double dropout = 0.
 // in `layout`. nanoGPT's layout needs the model to be one it can build:
 // GPT-2's switches with the erf GELU (or bias off everywhere, qkv included).
 void save_pretrained(const GPT& model, const std::string& dir, Layout layout = Layout::huggingface);
+
+// How well a model predicts a text: the mean next-token cross-entropy over
+// ids, cut into chunks of block_size + 1 tokens that overlap by one (chunk
+// k = ids[k*block_size : k*block_size + block_size + 1]), each chunk
+// predicting its tokens 1.. from 0.., averaged over every predicted token
+// (ids.size() - 1 of them: each token but the first is predicted once, from
+// up to block_size tokens before it). Eval mode, no graph. `progress`, if
+// given, is called after each chunk with the tokens predicted so far.
+// ValueError for fewer than 2 ids.
+struct TextLoss {
+    double mean = 0;    // nats per token; perplexity is exp(mean)
+    int64_t tokens = 0; // predicted tokens
+    int64_t chunks = 0;
+};
+TextLoss text_loss(GPT& model, const std::vector<int64_t>& ids,
+                   const std::function<void(int64_t done, int64_t total)>& progress = {});
 
 // The tensor renaming alone: the fast model's state_dict in Hugging Face's
 // names and shapes (prefix "transformer." dropped, Conv1D weights

@@ -5,6 +5,8 @@
 // GPT whose layers a user replaced with their own (replace_module).
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "check.h"
 
 using namespace ember;
@@ -195,6 +197,33 @@ TEST_CASE("generate samples PyTorch's tokens for the same seed", "[gpt][generate
     require_equal(nn::generate(model, 8, zeros({1, 1}, kInt64), 30), f.tensor("generate.plain"), "nanoGPT's loop");
     require_equal(nn::generate(model, 8, zeros({2, 1}, kInt64), 20, 0.8, 5), f.tensor("generate.topk"),
                   "temperature 0.8, top-k 5");
+}
+
+TEST_CASE("top_p keeps the most likely tokens that first reach p (nucleus sampling)", "[gpt][generate]") {
+    // probabilities 0.5, 0.3, 0.15, 0.05 in a shuffled order, over two rows
+    Tensor probs = tensor({{0.15, 0.5, 0.05, 0.3}, {0.3, 0.05, 0.15, 0.5}});
+    Tensor logits = log(probs).to(kFloat32);
+    auto drawn = [&](double p) {
+        Generator gen(7);
+        std::vector<std::set<int64_t>> seen(2);
+        for (int i = 0; i < 400; ++i) {
+            Tensor ids = nn::sample_next(logits, 1.0, std::nullopt, &gen, p); // (2,1)
+            for (int64_t b = 0; b < 2; ++b) seen[b].insert(ids[b][0].item<int64_t>());
+        }
+        return seen;
+    };
+    // 0.75: 0.5 (nothing before it), 0.3 (0.5 before it < 0.75); 0.15 has 0.8 before it: out
+    CHECK(drawn(0.75) == std::vector<std::set<int64_t>>{{1, 3}, {3, 0}});
+    CHECK(drawn(0.45) == std::vector<std::set<int64_t>>{{1}, {3}}); // the most likely alone reaches 0.45
+    CHECK(drawn(1.0) == std::vector<std::set<int64_t>>{{0, 1, 2, 3}, {0, 1, 2, 3}});
+    // with top_k first: of the top 3 (0.5, 0.3, 0.15 renormalised to 0.53, 0.32, 0.16), 0.8 keeps two
+    Generator gen(9);
+    for (int i = 0; i < 200; ++i) {
+        const int64_t id = nn::sample_next(logits.slice(0, 0, 1), 1.0, 3, &gen, 0.8)[0][0].item<int64_t>();
+        REQUIRE((id == 1 || id == 3));
+    }
+    CHECK_THROWS_AS(nn::sample_next(logits, 1.0, std::nullopt, nullptr, 0.0), ValueError);
+    CHECK_THROWS_AS(nn::sample_next(logits, 1.0, std::nullopt, nullptr, 1.5), ValueError);
 }
 
 TEST_CASE("GPT prints as PyTorch prints gpt.py's model", "[gpt][repr]") {

@@ -354,3 +354,23 @@ TEST_CASE("NoInitGuard: modules built under it draw nothing, and it nests", "[pr
     nn::Linear drawn(4, 4); // outside it, the init draws again
     CHECK_FALSE(allclose(randn({4}), expected));
 }
+
+TEST_CASE("text_loss: the mean cross-entropy over chunks of n_positions + 1 that overlap by one", "[pretrained]") {
+    Fixtures f("pretrained");
+    auto model = nn::fast::from_pretrained(kHF);
+    Tensor ids_t = f.tensor("gpt2.eval_ids"); // 75 ids: chunks [0,33), [32,65), [64,75)
+    std::vector<int64_t> ids(ids_t.data_ptr<int64_t>(), ids_t.data_ptr<int64_t>() + ids_t.numel());
+    std::vector<int64_t> seen;
+    model->train();
+    nn::fast::TextLoss loss = nn::fast::text_loss(*model, ids, [&](int64_t done, int64_t total) {
+        CHECK(total == 74);
+        seen.push_back(done);
+    });
+    CHECK(model->is_training()); // left as it was
+    CHECK(loss.tokens == 74);
+    CHECK(loss.chunks == 3);
+    CHECK(seen == std::vector<int64_t>{32, 64, 74});
+    CHECK(loss.mean == Approx(f.tensor("gpt2.eval_loss").item()).epsilon(1e-6));
+    CHECK_THROWS_AS(nn::fast::text_loss(*model, {50256}), ValueError);
+    CHECK_THROWS_AS(nn::fast::text_loss(*model, {1, 50257}), IndexError);
+}
