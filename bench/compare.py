@@ -91,6 +91,17 @@ def main():
         sys.exit(f"compare.py: no entry matches --only {args.only}")
     extra = ["--repeat", str(args.repeat)] if args.repeat else []
     torch_script = os.path.join(HERE, "torch_bench.py")
+    if have_torch:
+        # Debian's torch multiplies through whatever libblas.so.3 the system
+        # links: with the reference BLAS it runs at a few GFLOP/s, and every
+        # ratio would lie. Refuse to compare against that.
+        blas = subprocess.run([python, torch_script, "--blas"], check=True, stdout=subprocess.PIPE,
+                              text=True).stdout.split()
+        if not any("openblas" in path for path in blas):
+            sys.exit("compare.py: PyTorch multiplies through " + (", ".join(blas) or "no BLAS library found") +
+                     ", not OpenBLAS: its numbers would be a few GFLOP/s. apt-get install libopenblas0-pthread "
+                     "(or run with --no-torch)")
+        print("PyTorch multiplies through " + ", ".join(blas), file=sys.stderr)
     torch_names = set(subprocess.run([python, torch_script, "--list"], check=True, stdout=subprocess.PIPE,
                                      text=True).stdout.split()) if have_torch else set()
 

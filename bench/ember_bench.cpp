@@ -201,6 +201,8 @@ struct TrainConfig {
     bool flash;                     // the fast model's attention through scaled_dot_product_attention
     int steps;                      // default timed steps
     bool checkpoint_blocks = false; // the fast model recomputes each Block's activations in the backward
+    bool gpt2 =
+        false; // GPT-2 124M (nn::fast::GPTConfig's defaults, block 1024), its 50,257 tokens; trained at T = block
 };
 
 // The tiny size runs the fast model without flash: at T = 8 the fused op's
@@ -212,6 +214,9 @@ const std::vector<TrainConfig> kTrain = {
     {"train_lecture", 64, 256, 384, 6, 6, 0.2, false, true, 3},
     {"train_lecture_checkpoint", 64, 256, 384, 6, 6, 0.2, false, true, 3, true},
     {"train_lecture_list", 64, 256, 384, 6, 6, 0.2, true, false, 3},
+    // llm.c's CPU quick start (B=4, T=64), and a longer context
+    {"train_gpt2_124m_t64", 4, 64, 768, 12, 12, 0.0, false, true, 3, false, true},
+    {"train_gpt2_124m_t256", 4, 256, 768, 12, 12, 0.0, false, true, 3, false, true},
 };
 
 // gpt.py's GPT at a config's size: the lecture's classes, or the fast model
@@ -231,12 +236,21 @@ std::shared_ptr<nn::Module> make_gpt(const Options& o, int64_t block, int64_t n_
     return std::make_shared<nn::fast::GPT>(fast);
 }
 
+// GPT-2 124M, initialised as nanoGPT does (random weights: the speed does not depend on them).
+std::shared_ptr<nn::fast::GPT> make_gpt2(const Options& o) {
+    nn::fast::GPTConfig config; // GPT-2's smallest
+    config.flash = !o.unfused;
+    return std::make_shared<nn::fast::GPT>(config);
+}
+
 void bench_train(const Options& o, const TrainConfig& c) {
     manual_seed(1337);
-    auto model =
-        make_gpt(o, c.block, c.n_embd, c.n_head, c.n_layer, c.dropout, c.lecture, c.flash, c.checkpoint_blocks);
+    auto model = c.gpt2 ? make_gpt2(o)
+                        : make_gpt(o, c.block, c.n_embd, c.n_head, c.n_layer, c.dropout, c.lecture, c.flash,
+                                   c.checkpoint_blocks);
     optim::AdamW opt(model->parameters(), {.lr = 3e-4});
-    Tensor x = randint(0, 65, {c.batch, c.block}), y = randint(0, 65, {c.batch, c.block});
+    const int64_t vocab = c.gpt2 ? 50257 : 65;
+    Tensor x = randint(0, vocab, {c.batch, c.block}), y = randint(0, vocab, {c.batch, c.block});
     int steps = o.repeat ? o.repeat : c.steps;
     Timing t = time_it(steps, [&] {
         Tensor logits = model->forward(x); // (B,T,V)
@@ -266,21 +280,28 @@ struct GenerateConfig {
     std::string name;
     int64_t block, n_embd, n_head, n_layer, max_new;
     bool cache;
+    bool gpt2 = false; // GPT-2 124M and its vocabulary
 };
 
 // generate_lecture stops when the context fills the block (255 new tokens);
 // generate_lecture_500 goes on past it, as the lecture's 500-token sample
 // does, cropping the context to the last 256 tokens for each of the other 245.
 const std::vector<GenerateConfig> kGenerate = {
-    {"generate_small", 32, 64, 4, 4, 500, true},         {"generate_small_nocache", 32, 64, 4, 4, 500, false},
-    {"generate_lecture", 256, 384, 6, 6, 255, true},     {"generate_lecture_nocache", 256, 384, 6, 6, 255, false},
-    {"generate_lecture_500", 256, 384, 6, 6, 500, true}, {"generate_lecture_500_nocache", 256, 384, 6, 6, 500, false},
+    {"generate_small", 32, 64, 4, 4, 500, true},
+    {"generate_small_nocache", 32, 64, 4, 4, 500, false},
+    {"generate_lecture", 256, 384, 6, 6, 255, true},
+    {"generate_lecture_nocache", 256, 384, 6, 6, 255, false},
+    {"generate_lecture_500", 256, 384, 6, 6, 500, true},
+    {"generate_lecture_500_nocache", 256, 384, 6, 6, 500, false},
+    {"generate_gpt2_124m", 1024, 768, 12, 12, 64, true, true},
+    {"generate_gpt2_124m_nocache", 1024, 768, 12, 12, 64, false, true},
 };
 
 void bench_generate(const Options& o, const GenerateConfig& c) {
     manual_seed(1337);
-    auto model = std::static_pointer_cast<nn::fast::GPT>(
-        make_gpt(o, c.block, c.n_embd, c.n_head, c.n_layer, 0.2, /*lecture=*/false, /*flash=*/true));
+    auto model = c.gpt2 ? make_gpt2(o)
+                        : std::static_pointer_cast<nn::fast::GPT>(make_gpt(o, c.block, c.n_embd, c.n_head, c.n_layer,
+                                                                           0.2, /*lecture=*/false, /*flash=*/true));
     model->eval();
     Timing t = time_it(o.repeat ? o.repeat : 3, [&] {
         manual_seed(42);

@@ -44,7 +44,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures"))
-from fast_gpt_model import GPT, LECTURE_LAYOUT  # noqa: E402
+from fast_gpt_model import GPT, GPT2_LAYOUT, LECTURE_LAYOUT  # noqa: E402
 from torch_models import GPTLanguageModel, generate  # noqa: E402
 
 # Keep in step with bench/ember_bench.cpp.
@@ -75,10 +75,23 @@ TRAIN = [  # name, batch, block, n_embd, n_head, n_layer, dropout, gpt.py's clas
     ("train_small", 16, 32, 64, 4, 4, 0.0, False, 100),
     ("train_lecture", 64, 256, 384, 6, 6, 0.2, False, 3),
     ("train_lecture_list", 64, 256, 384, 6, 6, 0.2, True, 3),
+    # GPT-2 124M (nanoGPT's model.py in GPT-2's layout, block 1024, 50,257
+    # tokens): llm.c's CPU quick start (B=4, T=64), and a longer context
+    ("train_gpt2_124m_t64", 4, 64, 768, 12, 12, 0.0, False, 3),
+    ("train_gpt2_124m_t256", 4, 256, 768, 12, 12, 0.0, False, 3),
 ]
 
 
-def make_gpt(block, n_embd, n_head, n_layer, dropout, lecture):
+GPT2_124M = dict(vocab_size=50257, block_size=1024, n_embd=768, n_head=12, n_layer=12, dropout=0.0, **GPT2_LAYOUT)
+
+
+def is_gpt2(name):
+    return "_gpt2_" in name
+
+
+def make_gpt(block, n_embd, n_head, n_layer, dropout, lecture, gpt2=False):
+    if gpt2:
+        return GPT(GPT2_124M)
     if lecture:
         return GPTLanguageModel(65, block, n_embd, n_head, n_layer, dropout)
     return GPT(dict(vocab_size=65, block_size=block, n_embd=n_embd, n_head=n_head, n_layer=n_layer, dropout=dropout,
@@ -164,9 +177,10 @@ def bench_attention(args, name, batch, heads, T, hs, forward, backward):
 
 def bench_train(args, name, batch, block, n_embd, n_head, n_layer, dropout, lecture, steps):
     torch.manual_seed(1337)
-    model = make_gpt(block, n_embd, n_head, n_layer, dropout, lecture)
+    model = make_gpt(block, n_embd, n_head, n_layer, dropout, lecture, is_gpt2(name))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-    x, y = torch.randint(0, 65, (batch, block)), torch.randint(0, 65, (batch, block))
+    vocab = 50257 if is_gpt2(name) else 65
+    x, y = torch.randint(0, vocab, (batch, block)), torch.randint(0, vocab, (batch, block))
     steps = args.repeat or steps
 
     def step():
@@ -194,12 +208,14 @@ GENERATE = [  # name, block, n_embd, n_head, n_layer, new tokens
     ("generate_lecture_nocache", 256, 384, 6, 6, 255),
     ("generate_lecture_500", 256, 384, 6, 6, 500),
     ("generate_lecture_500_nocache", 256, 384, 6, 6, 500),
+    ("generate_gpt2_124m", 1024, 768, 12, 12, 64),
+    ("generate_gpt2_124m_nocache", 1024, 768, 12, 12, 64),
 ]
 
 
 def bench_generate(args, name, block, n_embd, n_head, n_layer, new_tokens):
     torch.manual_seed(1337)
-    model = make_gpt(block, n_embd, n_head, n_layer, 0.2, lecture=False)
+    model = make_gpt(block, n_embd, n_head, n_layer, 0.2, lecture=False, gpt2=is_gpt2(name))
     model.eval()
 
     def run():
@@ -212,6 +228,14 @@ def bench_generate(args, name, block, n_embd, n_head, n_layer, new_tokens):
          tokens_per_s=round(new_tokens / median, 1), tokens_per_s_best=round(new_tokens / best, 1))
 
 
+def blas_libraries():
+    """The BLAS libraries this process has loaded (torch's products go through them)."""
+    torch.ones(2, 2) @ torch.ones(2, 2)
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "/" in line and "blas" in line.lower()}
+    return sorted({os.path.realpath(p) for p in paths})
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="")
@@ -219,7 +243,11 @@ def main():
     parser.add_argument("--repeat", type=int, default=0)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--list", action="store_true", help="print every entry's name and exit")
+    parser.add_argument("--blas", action="store_true", help="print the BLAS libraries torch multiplies with and exit")
     args = parser.parse_args()
+    if args.blas:
+        print("\n".join(blas_libraries()))
+        return
     names = [p[0] for p in PRODUCTS] + ["bmm_" + a[0] for a in ATTENTION]
     names += [f"attn_{d}_{a[0]}" for a in ATTENTION for d in ("fwd", "bwd")] + [t[0] for t in TRAIN]
     names += [g[0] for g in GENERATE]
