@@ -2,6 +2,7 @@
 //
 //   build/examples/gpt2 --model DIR --prompt "Hello, my dog"   sample, streamed
 //   build/examples/gpt2 --model DIR --eval data/tinyshakespeare.txt
+//   build/examples/gpt2 --model DIR --finetune data/tinyshakespeare.txt --out DIR2
 //
 // DIR holds config.json and model.safetensors, as Hugging Face publishes
 // GPT-2 (openai-community/gpt2, gpt2-medium, ...) or as
@@ -9,7 +10,10 @@
 // Sampling runs the prompt once, then each new token alone against the
 // key/value cache (docs/kv_cache.md), and prints each token as soon as its
 // bytes make whole UTF-8 characters. --eval prints the mean next-token
-// cross-entropy over a text file (nn::fast::text_loss). docs/gpt2.md; tests:
+// cross-entropy over a text file (nn::fast::text_loss). --finetune trains
+// the checkpoint further on a text, as nanoGPT's finetune_shakespeare.py
+// does, and writes it in the layout it was read in, each time the
+// validation loss improves. docs/gpt2.md; tests:
 // tests/test_gpt2_program.cpp.
 #include <chrono>
 #include <cmath>
@@ -24,13 +28,15 @@
 
 #include "flags.h"
 #include "open_tokenizer.h"
+#include "train/data.h"
 
 using namespace ember;
 using flags::UsageError;
 
 namespace {
 
-const char* kUsage = R"(usage: gpt2 --model DIR (--prompt TEXT | --eval TEXTFILE) [options]
+const char* kUsage =
+    R"(usage: gpt2 --model DIR (--prompt TEXT | --eval TEXTFILE | --finetune TEXTFILE --out DIR2) [options]
 
 Runs a GPT-2 checkpoint: DIR holds config.json and model.safetensors, as
 Hugging Face publishes GPT-2 or as examples/nanogpt_to_safetensors.py
@@ -48,6 +54,24 @@ converts a nanoGPT checkpoint (docs/gpt2.md).
   --no-cache           run the whole context again for every token
   --eval TEXTFILE      print the mean next-token cross-entropy over the file's
                        tokens, in chunks of n_positions + 1 that overlap by one
+  --finetune TEXTFILE  train the model further on the file's tokens (the
+                       first 90% for training, the rest for validation), as
+                       nanoGPT's finetune_shakespeare.py: AdamW (betas 0.9,
+                       0.95, weight decay 0.1 on the matrices), gradients
+                       clipped at 1.0, a constant learning rate. Prints the
+                       losses; writes DIR2 in the model's layout each time
+                       the validation loss improves
+  --out DIR2           where --finetune writes (refused if it holds a
+                       checkpoint, unless --overwrite)
+  --iters N            optimizer steps (default 20)
+  --batch-size B       sequences per micro-batch (default 1)
+  --grad-accum N       micro-batches per step (default 4)
+  --block-size T       tokens per sequence (default: 256 or n_positions if less)
+  --lr X               learning rate (default 3e-5)
+  --dropout P          dropout while finetuning (default 0.0)
+  --eval-interval N    estimate both losses every N steps (default 5)
+  --eval-iters N       batches per estimate (default 10)
+  --overwrite          let --finetune replace the checkpoint in DIR2
   --tokenizer gpt2|FILE  GPT-2's tokenizer (default) or a .model file that
                        tokenize train wrote
   --threads N          threads for the kernels (default: every core)
@@ -58,6 +82,12 @@ struct Options {
     std::string model, prompt, eval, tokenizer = "gpt2";
     bool sample = false, use_cache = true;
     int64_t max_new_tokens = 100, threads = 0;
+    // --finetune
+    std::string finetune, out;
+    bool overwrite = false;
+    int64_t iters = 20, batch_size = 1, grad_accum = 4, block_size = 0, eval_interval = 5,
+            eval_iters = 10; // 0: the default
+    double lr = 3e-5, dropout = 0.0;
     uint64_t seed = 1337;
     double temperature = 1.0;
     std::optional<int64_t> top_k;
@@ -65,10 +95,12 @@ struct Options {
 };
 
 Options parse(int argc, char** argv) {
-    const auto given = flags::parse(argc, argv,
-                                    {"--model", "--prompt", "--eval", "--tokenizer", "--max-new-tokens",
-                                     "--temperature", "--top-k", "--top-p", "--seed", "--threads"},
-                                    {"--help", "--no-cache"});
+    const auto given =
+        flags::parse(argc, argv, {"--model",       "--prompt", "--eval",    "--tokenizer",     "--max-new-tokens",
+                                  "--temperature", "--top-k",  "--top-p",   "--seed",          "--threads",
+                                  "--finetune",    "--out",    "--iters",   "--batch-size",    "--grad-accum",
+                                  "--block-size",  "--lr",     "--dropout", "--eval-interval", "--eval-iters"},
+                     {"--help", "--no-cache", "--overwrite"});
     Options o;
     for (const flags::Flag& f : given) {
         if (f.name == "--help") {
@@ -89,9 +121,23 @@ Options parse(int argc, char** argv) {
         else if (f.name == "--seed") o.seed = flags::seed(f.name, f.value);
         else if (f.name == "--threads") o.threads = flags::integer(f.name, f.value, 1, max_num_threads());
         else if (f.name == "--no-cache") o.use_cache = false;
+        else if (f.name == "--finetune") o.finetune = f.value;
+        else if (f.name == "--out") o.out = f.value;
+        else if (f.name == "--overwrite") o.overwrite = true;
+        else if (f.name == "--iters") o.iters = flags::integer(f.name, f.value, 1, 1 << 30);
+        else if (f.name == "--batch-size") o.batch_size = flags::integer(f.name, f.value, 1, 1 << 20);
+        else if (f.name == "--grad-accum") o.grad_accum = flags::integer(f.name, f.value, 1, 1 << 20);
+        else if (f.name == "--block-size") o.block_size = flags::integer(f.name, f.value, 1, 1 << 20);
+        else if (f.name == "--lr") o.lr = flags::real(f.name, f.value, 0.0, 1.0);
+        else if (f.name == "--dropout") o.dropout = flags::real(f.name, f.value, 0.0, 0.99);
+        else if (f.name == "--eval-interval") o.eval_interval = flags::integer(f.name, f.value, 1, 1 << 30);
+        else if (f.name == "--eval-iters") o.eval_iters = flags::integer(f.name, f.value, 1, 1 << 20);
     }
     if (o.model.empty()) throw UsageError("--model DIR is required (a folder with config.json and model.safetensors)");
-    if (o.sample == !o.eval.empty()) throw UsageError("give one of --prompt TEXT and --eval TEXTFILE");
+    if (int(o.sample) + int(!o.eval.empty()) + int(!o.finetune.empty()) != 1)
+        throw UsageError("give one of --prompt TEXT, --eval TEXTFILE and --finetune TEXTFILE");
+    if (!o.finetune.empty() && o.out.empty()) throw UsageError("--finetune needs --out DIR2, where to write the model");
+    if (o.finetune.empty() && !o.out.empty()) throw UsageError("--out is for --finetune");
     return o;
 }
 
@@ -193,13 +239,94 @@ void evaluate(nn::fast::GPT& model, const AnyTokenizer& tok, const Options& o) {
                                static_cast<long long>(model.config.block_size), seconds_since(start));
 }
 
+// Both losses, each the mean over o.eval_iters random batches (nanoGPT's estimate_loss).
+std::pair<double, double> estimate_loss(nn::fast::GPT& model, const train::Splits& data, const Options& o) {
+    NoGradGuard no_grad;
+    model.eval();
+    double mean[2] = {0, 0};
+    for (int split = 0; split < 2; ++split)
+        for (int64_t k = 0; k < o.eval_iters; ++k) {
+            auto [x, y] = train::get_batch(split == 0 ? data.train : data.val, o.batch_size, o.block_size);
+            mean[split] += model.forward(x, y).loss.item() / static_cast<double>(o.eval_iters);
+        }
+    model.train();
+    return {mean[0], mean[1]};
+}
+
+// nanoGPT's training loop as finetune_shakespeare.py configures it.
+void finetune(nn::fast::GPT& model, nn::fast::Layout layout, const AnyTokenizer& tok, const Options& o) {
+    // As nanoGPT's prepare.py for Shakespeare: the text split at 90% of its
+    // characters, then each part encoded (tiny Shakespeare: 301,966 and
+    // 36,059 GPT-2 tokens).
+    const std::string text = read_file(o.finetune);
+    size_t characters = 0, split = 0;
+    for (unsigned char c : text) characters += (c & 0xC0) != 0x80; // UTF-8 lead bytes
+    for (size_t seen = 0; split < text.size(); ++split)
+        if ((static_cast<unsigned char>(text[split]) & 0xC0) != 0x80 &&
+            seen++ == static_cast<size_t>(0.9 * static_cast<double>(characters)))
+            break; // int(0.9 * n)
+    auto tokens = [&](const std::string& part) {
+        const std::vector<int> ids = tok.encode(part);
+        return from_vector(std::vector<int64_t>(ids.begin(), ids.end()));
+    };
+    const train::Splits data{tokens(text.substr(0, split)), tokens(text.substr(split))};
+    if (data.train.numel() <= o.block_size || data.val.numel() <= o.block_size)
+        throw std::invalid_argument(flags::format("%s is too short for --block-size %lld: %lld tokens for training "
+                                                  "and %lld for validation; each needs more than the block",
+                                                  o.finetune.c_str(), static_cast<long long>(o.block_size),
+                                                  static_cast<long long>(data.train.numel()),
+                                                  static_cast<long long>(data.val.numel())));
+    std::cout << flags::format("%s: %lld tokens for training (the first 90%% of the characters) and %lld for "
+                               "validation\n",
+                               o.finetune.c_str(), static_cast<long long>(data.train.numel()),
+                               static_cast<long long>(data.val.numel()));
+    // Weight decay on the matrices (weights, embeddings), not on biases and norms.
+    std::vector<Tensor> decay, no_decay;
+    for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+    optim::AdamW opt({{decay, 0.1}, {no_decay, 0.0}}, {.lr = o.lr, .beta1 = 0.9, .beta2 = 0.95});
+    manual_seed(o.seed);
+    model.train();
+    double best_val = INFINITY;
+    for (int64_t iter = 0;; ++iter) {
+        if (iter % o.eval_interval == 0 || iter == o.iters) {
+            auto [train_loss, val_loss] = estimate_loss(model, data, o);
+            std::cout << flags::format("step %lld: train loss %.4f, val loss %.4f", static_cast<long long>(iter),
+                                       train_loss, val_loss);
+            if (iter > 0 && val_loss < best_val) { // never replaced by a worse model, nor by the one read
+                nn::fast::save_pretrained(model, o.out, layout);
+                std::cout << "; saved to " << o.out;
+            }
+            std::cout << std::endl;
+            best_val = std::min(best_val, val_loss);
+        }
+        if (iter == o.iters) break;
+        const auto start = std::chrono::steady_clock::now();
+        double loss_sum = 0;
+        for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
+            auto [x, y] = train::get_batch(data.train, o.batch_size, o.block_size);
+            Tensor loss = model.forward(x, y).loss / static_cast<double>(o.grad_accum); // the mean over the step
+            loss.backward();
+            loss_sum += loss.item();
+        }
+        optim::clip_grad_norm_(model.parameters(), 1.0);
+        opt.step();
+        opt.zero_grad();
+        std::cout << flags::format("iter %lld: loss %.4f, %.0f ms\n", static_cast<long long>(iter), loss_sum,
+                                   seconds_since(start) * 1e3);
+    }
+}
+
 int run(int argc, char** argv) {
     const Options o = parse(argc, argv);
     if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
     const AnyTokenizer tok = open_tokenizer(o.tokenizer);
     const auto start = std::chrono::steady_clock::now();
     nn::fast::Layout layout;
-    std::shared_ptr<nn::fast::GPT> model = nn::fast::from_pretrained(o.model, 0.0, &layout);
+    if (!o.out.empty() && !o.overwrite &&
+        (std::filesystem::exists(o.out + "/model.safetensors") || std::filesystem::exists(o.out + "/config.json")))
+        throw std::invalid_argument(o.out + " already holds a checkpoint; give another --out, or --overwrite to "
+                                            "replace it");
+    std::shared_ptr<nn::fast::GPT> model = nn::fast::from_pretrained(o.model, o.dropout, &layout);
     const auto& c = model->config;
     std::cout << flags::format("%s (%s layout): %.1f M parameters, %lld layers, %lld heads, n_embd %lld, "
                                "n_positions %lld, vocabulary %lld; loaded in %.1f s\n",
@@ -211,8 +338,20 @@ int run(int argc, char** argv) {
     if (tok.vocab_size > c.vocab_size)
         throw std::invalid_argument(flags::format("the tokenizer has %d tokens, more than the model's %lld",
                                                   tok.vocab_size, static_cast<long long>(c.vocab_size)));
-    if (o.sample) sample(*model, tok, o);
-    else evaluate(*model, tok, o);
+    if (o.sample) {
+        sample(*model, tok, o);
+        return 0;
+    }
+    if (!o.eval.empty()) {
+        evaluate(*model, tok, o);
+        return 0;
+    }
+    Options f = o;
+    if (f.block_size == 0) f.block_size = std::min<int64_t>(256, c.block_size);
+    if (f.block_size > c.block_size)
+        throw UsageError(flags::format("--block-size %lld is more than the model's n_positions (%lld)",
+                                       static_cast<long long>(f.block_size), static_cast<long long>(c.block_size)));
+    finetune(*model, layout, tok, f);
     return 0;
 }
 

@@ -1,11 +1,14 @@
 // The gpt2 program (examples/gpt2.cpp) run as a learner runs it, on the
 // PyTorch twin's GPT-2 checkpoint (tests/fixtures/pretrained_hf): it
 // samples PyTorch's tokens for the same seed, with and without the cache,
-// prints the text_loss of a file, and refuses bad command lines with
-// status 2 and a message.
+// prints the text_loss of a file, finetunes and saves only improvements,
+// and refuses bad command lines with status 2 and a message.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "check.h"
 #include "fixtures.h"
@@ -72,8 +75,9 @@ TEST_CASE("gpt2 --eval prints text_loss over the file's tokens", "[gpt2_program]
 TEST_CASE("gpt2 refuses bad command lines and checkpoints with a message", "[gpt2_program]") {
     const std::vector<std::pair<std::string, std::string>> cases = {
         {"--prompt hi", "--model DIR is required"},
-        {"--model " + kModel, "give one of --prompt TEXT and --eval TEXTFILE"},
+        {"--model " + kModel, "give one of --prompt TEXT, --eval TEXTFILE and --finetune TEXTFILE"},
         {"--model " + kModel + " --prompt hi --eval x.txt", "give one of"},
+        {"--model " + kModel + " --prompt hi --out somewhere", "--out is for --finetune"},
         {"--model " + kModel + " --prompt hi --top-p 0", "--top-p"},
         {"--model " + kModel + " --prompt hi --top-k 0", "--top-k"},
         {"--model " + kModel + " --prompt hi --temperature 0", "--temperature"},
@@ -91,4 +95,65 @@ TEST_CASE("gpt2 refuses bad command lines and checkpoints with a message", "[gpt
     CommandResult r = run_command(kGPT2 + " --model " + kModel + " --prompt '' --max-new-tokens 3");
     CHECK(r.status == 0);
     CHECK(r.out.find("3 tokens in") != std::string::npos);
+}
+
+TEST_CASE("gpt2 --finetune trains, and writes the model only when the val loss improves", "[gpt2_program]") {
+    const std::string text_path = "ember_test_gpt2_finetune.txt", out = "ember_test_gpt2_finetuned";
+    {
+        std::ifstream in(std::string(EMBER_DATA_DIR) + "/tinyshakespeare.txt", std::ios::binary);
+        std::string text(20000, '\0');
+        in.read(text.data(), static_cast<std::streamsize>(text.size()));
+        std::ofstream(text_path, std::ios::binary) << text;
+    }
+    std::filesystem::remove_all(out);
+    const std::string command = kGPT2 + " --model " + kModel + " --finetune " + text_path + " --out " + out +
+                                " --iters 6 --eval-interval 2 --eval-iters 2 --batch-size 2 --grad-accum 2 "
+                                "--block-size 16 --lr 3e-3 --seed 7";
+    CommandResult r = run_command(command);
+    REQUIRE(r.status == 0);
+    // "step N: train loss X, val loss Y[; saved to DIR]" at steps 0, 2, 4, 6:
+    // saved exactly when Y is below every earlier val loss (never at step 0,
+    // which would only copy the model read).
+    std::istringstream lines(r.out);
+    std::string line;
+    double best = INFINITY;
+    int steps = 0, saves = 0, iters = 0;
+    while (std::getline(lines, line)) {
+        if (line.rfind("iter ", 0) == 0) ++iters;
+        if (line.rfind("step ", 0) != 0) continue;
+        INFO(line);
+        const int step = std::stoi(line.substr(5));
+        CHECK(step == 2 * steps++);
+        const double val = std::stod(line.substr(line.find("val loss ") + 9));
+        const bool saved = line.find("; saved to " + out) != std::string::npos;
+        CHECK(saved == (step > 0 && val < best));
+        saves += saved;
+        best = std::min(best, val);
+    }
+    CHECK(steps == 4);
+    CHECK(iters == 6);
+    REQUIRE(saves > 0); // the loss does fall at this learning rate
+    CHECK(r.out.find(" for training (the first 90% of the characters) and ") != std::string::npos);
+    // What it wrote is a checkpoint in the layout it read, with new weights.
+    nn::fast::Layout layout;
+    auto tuned = nn::fast::from_pretrained(out, 0.0, &layout);
+    CHECK(layout == nn::fast::Layout::huggingface);
+    auto original = nn::fast::from_pretrained(kModel);
+    CHECK_FALSE(allclose(tuned->ln_f->weight, original->ln_f->weight));
+
+    // Never over a checkpoint without --overwrite; the model's vocabulary must hold the tokenizer's.
+    CommandResult again = run_command(command + " 2>&1");
+    CHECK(again.status == 2);
+    CHECK(again.out.find("already holds a checkpoint") != std::string::npos);
+    CHECK(run_command(command + " --overwrite").status == 0);
+    CommandResult small = run_command(kGPT2 + " --model " + std::string(EMBER_FIXTURE_DIR) +
+                                      "/pretrained_nanogpt --eval " + text_path + " 2>&1");
+    CHECK(small.status == 2);
+    CHECK(small.out.find("the tokenizer has 50257 tokens, more than the model's 65") != std::string::npos);
+    CommandResult long_block = run_command(command + " --overwrite --block-size 33 2>&1");
+    CHECK(long_block.status == 2);
+    CHECK(long_block.out.find("--block-size 33 is more than the model's n_positions (32)") != std::string::npos);
+    CommandResult no_out = run_command(kGPT2 + " --model " + kModel + " --finetune " + text_path + " 2>&1");
+    CHECK(no_out.status == 2);
+    CHECK(no_out.out.find("--finetune needs --out") != std::string::npos);
 }
