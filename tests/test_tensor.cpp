@@ -89,6 +89,25 @@ TEST_CASE("in-place writes bump the storage version that autograd checks", "[ten
     CHECK(y.storage()->version() == 0);
 }
 
+TEST_CASE("a transposed copy (tiled) puts every element where the strides say", "[tensor]") {
+    // Shapes that are and are not multiples of the 32-element tile, a view
+    // with an offset, and a conversion on the way.
+    for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {32, 64}, {70, 45}, {3, 100}}) {
+        INFO(rows << "x" << cols);
+        Tensor base = arange((rows + 1) * cols).to(kFloat32).view({rows + 1, cols});
+        Tensor src = base.slice(0, 1).t(); // (cols, rows), strides (1, cols), offset cols
+        for (DType dtype : {kFloat32, kFloat64}) {
+            Tensor out = src.to(dtype).contiguous();
+            REQUIRE(out.is_contiguous());
+            bool all = true;
+            for (int64_t i = 0; i < cols; ++i)
+                for (int64_t j = 0; j < rows; ++j)
+                    all = all && out[i][j].item<double>() == static_cast<double>((j + 1) * cols + i);
+            CHECK(all);
+        }
+    }
+}
+
 TEST_CASE("contiguity follows PyTorch's definition", "[tensor]") {
     CHECK(zeros({2, 3}).is_contiguous());
     CHECK_FALSE(zeros({2, 3}).t().is_contiguous());

@@ -89,6 +89,25 @@ void copy_elements(const Tensor& dst, const Tensor& src) {
         dispatch(src.dtype(), [&]<typename S>(TypeTag<S>) {
             D* out = static_cast<D*>(dst.storage()->data()) + dst.storage_offset();
             const S* in = static_cast<const S*>(src.storage()->data()) + src.storage_offset();
+            const Shape& size = layout.shape;
+            const std::array<Shape, 2>& stride = layout.strides;
+            if (size.size() == 2 && stride[0][1] == 1 && stride[1][0] == 1) {
+                // A transpose (.t().contiguous(), a checkpoint's Conv1D weights):
+                // row by row, every read would land on a new cache line; tile
+                // by tile, each line read serves a whole tile row.
+                constexpr int64_t kTile = 32;
+                const int64_t rows = size[0], cols = size[1], out_row = stride[0][0], in_col = stride[1][1];
+                parallel_for(0, (rows + kTile - 1) / kTile, std::max<int64_t>(1, kElementwiseGrain / (kTile * cols)),
+                             [&](int64_t tile_begin, int64_t tile_end) {
+                                 for (int64_t r0 = tile_begin * kTile; r0 < std::min(rows, tile_end * kTile);
+                                      r0 += kTile)
+                                     for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+                                         for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+                                             for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
+                                                 out[r * out_row + c] = cast_value<D>(in[r + c * in_col]);
+                             });
+                return;
+            }
             parallel_for_each_run(layout, dst.numel(), [&](auto off, auto step, int64_t n) {
                 for (int64_t i = 0; i < n; ++i) out[off[0] + i * step[0]] = cast_value<D>(in[off[1] + i * step[1]]);
             });
