@@ -72,8 +72,10 @@ converts a nanoGPT checkpoint (docs/gpt2.md).
   --eval-interval N    estimate both losses every N steps (default 5)
   --eval-iters N       batches per estimate (default 10)
   --overwrite          let --finetune replace the checkpoint in DIR2
-  --tokenizer gpt2|FILE  GPT-2's tokenizer (default) or a .model file that
-                       tokenize train wrote
+  --tokenizer NAME     gpt2: GPT-2's tokenizer (the default); chars:TEXTFILE:
+                       one token per distinct character of TEXTFILE, sorted
+                       (nanoGPT's shakespeare_char, gpt.py); or a .model file
+                       that tokenize train wrote
   --threads N          threads for the kernels (default: every core)
   --help
 )";
@@ -328,7 +330,7 @@ int run(int argc, char** argv) {
                                             "replace it");
     std::shared_ptr<nn::fast::GPT> model = nn::fast::from_pretrained(o.model, o.dropout, &layout);
     const auto& c = model->config;
-    std::cout << flags::format("%s (%s layout): %.1f M parameters, %lld layers, %lld heads, n_embd %lld, "
+    std::cout << flags::format("%s (%s layout): %.2f M parameters, %lld layers, %lld heads, n_embd %lld, "
                                "n_positions %lld, vocabulary %lld; loaded in %.1f s\n",
                                o.model.c_str(), nn::fast::layout_name(layout),
                                static_cast<double>(model->num_parameters()) / 1e6, static_cast<long long>(c.n_layer),

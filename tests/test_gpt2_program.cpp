@@ -157,3 +157,19 @@ TEST_CASE("gpt2 --finetune trains, and writes the model only when the val loss i
     CHECK(no_out.status == 2);
     CHECK(no_out.out.find("--finetune needs --out") != std::string::npos);
 }
+
+TEST_CASE("gpt2 --tokenizer chars:FILE samples a character model (nanoGPT's shakespeare_char)", "[gpt2_program]") {
+    const std::string model = std::string(EMBER_FIXTURE_DIR) + "/pretrained_nanogpt";
+    const std::string chars = " --tokenizer chars:" + std::string(EMBER_DATA_DIR) + "/tinyshakespeare.txt";
+    CommandResult r = run_command(kGPT2 + " --model " + model + chars + " --prompt 'ROMEO:' --max-new-tokens 30");
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("(nanogpt layout)") != std::string::npos);
+    const size_t text_start = r.out.find('\n') + 1, rule = r.out.find("\n---\n");
+    REQUIRE(rule != std::string::npos);
+    const std::string text = r.out.substr(text_start, rule - text_start);
+    CHECK(text.size() == 6 + 30); // one character per token, all ASCII
+    CHECK(text.rfind("ROMEO:", 0) == 0);
+    CommandResult bad = run_command(kGPT2 + " --model " + model + chars + " --prompt 'caf\xc3\xa9' 2>&1");
+    CHECK(bad.status == 2);
+    CHECK(bad.out.find("is not in the vocabulary") != std::string::npos);
+}
