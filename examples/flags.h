@@ -2,14 +2,19 @@
 // or --flag=value, switches that take no value, and (where a program has
 // one) a positional argument. Bad input is a UsageError that names the flag,
 // and the program exits with status 2. Numbers are read whole: "8x", "" or
-// "x8" is not a number. Also format(), printf into a std::string.
-// Used by train_gpt (train/options.cpp), train_tasks and gpt_minimal.
+// "x8" is not a number. Also format(), printf into a std::string, and
+// read_file(), the whole of a file a command line names.
+// Used by train_gpt (train/options.cpp), train_tasks, gpt_minimal, tokenize
+// and gpt2.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -127,6 +132,16 @@ inline double positive(const std::string& flag, const std::string& text) {
     const double value = real(flag, text);
     if (!(value > 0)) throw UsageError(flag + " must be a positive number, got " + text);
     return value;
+}
+
+// The whole file a command line names, or std::invalid_argument saying it
+// cannot be read as a file (missing, unreadable, a directory).
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in || std::filesystem::is_directory(path)) throw std::invalid_argument("cannot read '" + path + "' as a file");
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
 }
 
 } // namespace flags

@@ -143,14 +143,6 @@ Options parse(int argc, char** argv) {
     return o;
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in || std::filesystem::is_directory(path)) throw std::invalid_argument("cannot read '" + path + "' as a file");
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -223,7 +215,7 @@ void sample(nn::fast::GPT& model, const AnyTokenizer& tok, const Options& o) {
 }
 
 void evaluate(nn::fast::GPT& model, const AnyTokenizer& tok, const Options& o) {
-    const std::string text = read_file(o.eval);
+    const std::string text = flags::read_file(o.eval);
     auto start = std::chrono::steady_clock::now();
     const std::vector<int> encoded = tok.encode(text);
     const std::vector<int64_t> ids(encoded.begin(), encoded.end());
@@ -260,7 +252,7 @@ void finetune(nn::fast::GPT& model, nn::fast::Layout layout, const AnyTokenizer&
     // As nanoGPT's prepare.py for Shakespeare: the text split at 90% of its
     // characters, then each part encoded (tiny Shakespeare: 301,966 and
     // 36,059 GPT-2 tokens).
-    const std::string text = read_file(o.finetune);
+    const std::string text = flags::read_file(o.finetune);
     size_t characters = 0, split = 0;
     for (unsigned char c : text) characters += (c & 0xC0) != 0x80; // UTF-8 lead bytes
     for (size_t seen = 0; split < text.size(); ++split)

@@ -19,6 +19,8 @@
 
 #include <ember.h>
 
+#include "flags.h"
+
 struct AnyTokenizer {
     std::function<std::vector<int>(const std::string&)> encode;
     std::function<std::string(const std::vector<int>&)> decode;       // invalid UTF-8 replaced
@@ -81,13 +83,7 @@ struct CharTokenizer {
 inline AnyTokenizer open_tokenizer(const std::string& name) {
     using namespace ember::tokenizer;
     if (name.rfind("chars:", 0) == 0) {
-        const std::string path = name.substr(6);
-        std::ifstream in(path, std::ios::binary);
-        if (!in || std::filesystem::is_directory(path))
-            throw std::invalid_argument("cannot read '" + path + "' as a file");
-        std::stringstream text;
-        text << in.rdbuf();
-        return wrap_tokenizer(std::make_shared<CharTokenizer>(text.str()));
+        return wrap_tokenizer(std::make_shared<CharTokenizer>(flags::read_file(name.substr(6))));
     }
     if (name != "gpt2") {
         std::ifstream in(name, std::ios::binary);

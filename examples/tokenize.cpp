@@ -54,17 +54,9 @@ commands
   --help
 )";
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in || std::filesystem::is_directory(path)) throw std::invalid_argument("cannot read '" + path + "' as a file");
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 template <typename Tokenizer>
 int train(const std::string& path, int vocab_size, const std::string& prefix, bool quiet) {
-    const std::string text = read_file(path);
+    const std::string text = flags::read_file(path);
     Tokenizer t;
     const auto start = std::chrono::steady_clock::now();
     t.train(text, vocab_size, [quiet](const tokenizer::MergeStep& s) {
@@ -112,7 +104,7 @@ int run(int argc, char** argv) {
     if (model.empty())
         throw UsageError(command + " needs --tokenizer MODEL (a .model file that train wrote) or --tokenizer gpt2");
     const AnyTokenizer t = open_tokenizer(model);
-    const std::string input = read_file(file);
+    const std::string input = flags::read_file(file);
     if (command == "encode") {
         const std::vector<int> ids = t.encode(input);
         for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];

@@ -94,18 +94,23 @@ private:
     std::string path_;
 };
 
-// GPT2Config (transformers' configuration_gpt2.py): the fields that change
-// the function, each checked against what the fast model computes.
-GPTConfig huggingface_config(const ConfigReader& r) {
-    GPTConfig c; // GPT-2's layout switches: biases everywhere, tied lm_head without bias
+// The sizes both layouts name alike (the context's length is named apart).
+void read_sizes(const ConfigReader& r, GPTConfig& c) {
     c.vocab_size = r.positive("vocab_size");
-    c.block_size = r.positive("n_positions", r.has("n_positions") ? nullptr : r.find("n_ctx"));
     c.n_embd = r.positive("n_embd");
     c.n_head = r.positive("n_head");
     c.n_layer = r.positive("n_layer");
     if (c.n_embd % c.n_head != 0)
         r.bad("n_embd",
               "(" + std::to_string(c.n_embd) + ") must be a multiple of \"n_head\" (" + std::to_string(c.n_head) + ")");
+}
+
+// GPT2Config (transformers' configuration_gpt2.py): the fields that change
+// the function, each checked against what the fast model computes.
+GPTConfig huggingface_config(const ConfigReader& r) {
+    GPTConfig c; // GPT-2's layout switches: biases everywhere, tied lm_head without bias
+    read_sizes(r, c);
+    c.block_size = r.positive("n_positions", r.has("n_positions") ? nullptr : r.find("n_ctx"));
     const std::string act = r.string("activation_function", "gelu_new");
     if (act == "gelu_new" || act == "gelu_pytorch_tanh") c.activation = Activation::gelu_tanh;
     else if (act == "gelu") c.activation = Activation::gelu;
@@ -129,14 +134,8 @@ GPTConfig huggingface_config(const ConfigReader& r) {
 // and the LayerNorms' at once; the GELU is nn.GELU(), the erf form.
 GPTConfig nanogpt_config(const ConfigReader& r) {
     GPTConfig c;
-    c.vocab_size = r.positive("vocab_size");
+    read_sizes(r, c);
     c.block_size = r.positive("block_size");
-    c.n_embd = r.positive("n_embd");
-    c.n_head = r.positive("n_head");
-    c.n_layer = r.positive("n_layer");
-    if (c.n_embd % c.n_head != 0)
-        r.bad("n_embd",
-              "(" + std::to_string(c.n_embd) + ") must be a multiple of \"n_head\" (" + std::to_string(c.n_head) + ")");
     if (!r.has("bias")) r.bad("bias", "is missing");
     c.bias = c.qkv_bias = r.flag("bias", true);
     c.activation = Activation::gelu;
