@@ -17,6 +17,9 @@ static double now(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* Where the accumulators are summed at the end, so that the compiler keeps the work. */
+static volatile float sink;
+
 __attribute__((target("avx2,fma"))) static double peak_avx2(long steps) {
     __m256 acc[12];
     for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps((float)i * 1e-3f);
@@ -26,7 +29,6 @@ __attribute__((target("avx2,fma"))) static double peak_avx2(long steps) {
 #pragma GCC unroll 12
         for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], b, c);
     t = now() - t;
-    volatile float sink = 0;
     for (int i = 0; i < 12; ++i) sink += acc[i][0]; /* keep the work */
     return (double)steps * 12 * 8 * 2 / t / 1e9;
 }
@@ -40,7 +42,6 @@ __attribute__((target("avx512f"))) static double peak_avx512(long steps) {
 #pragma GCC unroll 24
         for (int i = 0; i < 24; ++i) acc[i] = _mm512_fmadd_ps(acc[i], b, c);
     t = now() - t;
-    volatile float sink = 0;
     for (int i = 0; i < 24; ++i) sink += acc[i][0];
     return (double)steps * 24 * 16 * 2 / t / 1e9;
 }

@@ -198,7 +198,11 @@ void sample(nn::fast::GPT& model, const AnyTokenizer& tok, const Options& o) {
             logits = o.use_cache ? model.forward(context, cache) : model.forward(context);
         }
         if (i == 0) prompt_seconds = seconds_since(start);
-        Tensor next = nn::sample_next(logits.select(1, -1), o.temperature, o.top_k, nullptr, o.top_p); // (1,1)
+        Tensor last = logits.select(1, -1); // (1,V)
+        // A model may have more rows than the tokenizer has tokens (nanoGPT
+        // pads GPT-2's 50,257 to 50,304): those are never drawn.
+        if (tok.vocab_size < last.size(1)) last = last.slice(1, 0, tok.vocab_size);
+        Tensor next = nn::sample_next(last, o.temperature, o.top_k, nullptr, o.top_p); // (1,1)
         ids.push_back(next.item<int64_t>());
         pending += tok.decode_bytes({static_cast<int>(ids.back())});
         const size_t whole = whole_characters(pending);
@@ -316,8 +320,10 @@ int run(int argc, char** argv) {
     const AnyTokenizer tok = open_tokenizer(o.tokenizer);
     const auto start = std::chrono::steady_clock::now();
     nn::fast::Layout layout;
+    std::error_code ec; // (a path the system cannot even look at is not a checkpoint: save_pretrained says why)
     if (!o.out.empty() && !o.overwrite &&
-        (std::filesystem::exists(o.out + "/model.safetensors") || std::filesystem::exists(o.out + "/config.json")))
+        (std::filesystem::exists(o.out + "/model.safetensors", ec) ||
+         std::filesystem::exists(o.out + "/config.json", ec)))
         throw std::invalid_argument(o.out + " already holds a checkpoint; give another --out, or --overwrite to "
                                             "replace it");
     std::shared_ptr<nn::fast::GPT> model = nn::fast::from_pretrained(o.model, o.dropout, &layout);
@@ -359,6 +365,8 @@ int main(int argc, char** argv) {
     } catch (const std::invalid_argument& e) { // a file it cannot read
         std::fprintf(stderr, "gpt2: %s\n", e.what());
     } catch (const ember::Error& e) { // a checkpoint or tokenizer it cannot read, a token outside the vocabulary
+        std::fprintf(stderr, "gpt2: %s\n", e.what());
+    } catch (const std::exception& e) { // anything else the system says (a file name too long, ...)
         std::fprintf(stderr, "gpt2: %s\n", e.what());
     }
     return 2;

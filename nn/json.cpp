@@ -2,6 +2,8 @@
 #include "nn/json.h"
 
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -152,7 +154,9 @@ private:
             v.number = static_cast<double>(v.integer);
         } else { // fractions and huge numbers: never valid in a safetensors header, read for config.json
             v.kind = Json::Kind::Number;
-            v.number = std::strtod(literal.c_str(), nullptr); // C locale; 1e999 gives inf
+            // from_chars reads as the C locale does, whatever the program's locale
+            const auto [end, error] = std::from_chars(literal.data(), literal.data() + literal.size(), v.number);
+            if (error == std::errc::result_out_of_range) v.number = literal[0] == '-' ? -INFINITY : INFINITY;
         }
         return v;
     }

@@ -307,7 +307,11 @@ TextLoss text_loss(GPT& model, const std::vector<int64_t>& ids,
     const int64_t n = static_cast<int64_t>(ids.size()), block = model.config.block_size;
     if (n < 2) fail<ValueError>("text_loss", "needs at least 2 tokens (one to predict from, one to predict), got ", n);
     NoGradGuard no_grad;
-    const bool was_training = model.is_training();
+    struct RestoreMode { // train mode back as it was, also when an id is out of range
+        GPT& model;
+        bool training;
+        ~RestoreMode() { model.train(training); }
+    } restore{model, model.is_training()};
     model.eval();
     TextLoss result;
     double total = 0; // the sum of every predicted token's loss, in double
@@ -321,7 +325,6 @@ TextLoss text_loss(GPT& model, const std::vector<int64_t>& ids,
         ++result.chunks;
         if (progress) progress(result.tokens, n - 1);
     }
-    model.train(was_training);
     result.mean = total / static_cast<double>(result.tokens);
     return result;
 }
@@ -368,7 +371,9 @@ std::string nanogpt_config_json(const GPTConfig& c) {
                          "weights and the erf GELU; this model has bias=",
                          c.bias, ", qkv_bias=", c.qkv_bias, ", lm_head_bias=", c.lm_head_bias,
                          ", tie_weights=", c.tie_weights, ", activation ",
-                         c.activation == Activation::gelu_tanh ? "gelu_tanh" : "relu");
+                         c.activation == Activation::gelu_tanh ? "gelu_tanh"
+                         : c.activation == Activation::gelu    ? "gelu"
+                                                               : "relu");
     std::ostringstream j;
     j << "{\n"
       << "  \"n_layer\": " << c.n_layer << ",\n"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -41,13 +42,63 @@ const char* safetensors_dtype(DType d) {
     return "?";
 }
 
-bool dtype_from_name(const std::string& name, DType& out) {
-    for (DType d : {DType::Float32, DType::Float64, DType::Int64, DType::Bool})
-        if (name == safetensors_dtype(d)) {
-            out = d;
-            return true;
+// A dtype a file may hold: its name, its size in bytes, and the dtype ember
+// reads it as. The half-precision floats and the narrower integers widen
+// exactly: every float16 and bfloat16 value is a float32, every 8- to
+// 32-bit integer an int64 (U64 could overflow and is refused).
+struct FileDType {
+    const char* name;
+    uint64_t size;
+    DType as;
+};
+constexpr FileDType kFileDTypes[] = {
+    {"F32", 4, DType::Float32}, {"F64", 8, DType::Float64},  {"I64", 8, DType::Int64}, {"BOOL", 1, DType::Bool},
+    {"F16", 2, DType::Float32}, {"BF16", 2, DType::Float32}, {"I32", 4, DType::Int64}, {"I16", 2, DType::Int64},
+    {"I8", 1, DType::Int64},    {"U32", 4, DType::Int64},    {"U16", 2, DType::Int64}, {"U8", 1, DType::Int64},
+};
+
+const FileDType* file_dtype(const std::string& name) {
+    for (const FileDType& d : kFileDTypes)
+        if (name == d.name) return &d;
+    return nullptr;
+}
+
+// IEEE binary16 -> float32, exactly (subnormals, infinities and NaN included).
+float half_to_float(uint16_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
+    if (exponent == 0) { // zero or subnormal: mantissa x 2^-24
+        const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+        return sign ? -magnitude : magnitude;
+    }
+    if (exponent == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13)); // inf, NaN
+    return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));        // rebias 15 -> 127
+}
+
+// `n` elements of file dtype `from`, little-endian at `bytes`, into `into` (of from.as).
+void widen(const FileDType& from, const char* bytes, uint64_t n, void* into) {
+    auto load = [bytes]<typename T>(uint64_t i, T) {
+        T v;
+        std::memcpy(&v, bytes + i * sizeof(T), sizeof(T));
+        return v;
+    };
+    const std::string name = from.name;
+    if (from.as == DType::Float32) {
+        float* out = static_cast<float*>(into);
+        for (uint64_t i = 0; i < n; ++i) {
+            const uint16_t h = load(i, uint16_t{});
+            out[i] = name == "F16" ? half_to_float(h) : std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
         }
-    return false;
+        return;
+    }
+    int64_t* out = static_cast<int64_t*>(into);
+    for (uint64_t i = 0; i < n; ++i) {
+        if (name == "I32") out[i] = load(i, int32_t{});
+        else if (name == "I16") out[i] = load(i, int16_t{});
+        else if (name == "I8") out[i] = load(i, int8_t{});
+        else if (name == "U32") out[i] = load(i, uint32_t{});
+        else if (name == "U16") out[i] = load(i, uint16_t{});
+        else out[i] = load(i, uint8_t{});
+    }
 }
 
 [[noreturn]] void corrupt(const std::string& path, const std::string& what) {
@@ -234,7 +285,7 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
 
     struct Entry {
         std::string name;
-        DType dtype;
+        const FileDType* dtype;
         Shape shape;
         uint64_t begin, end;
     };
@@ -258,11 +309,12 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
             if (!found) corrupt(path, "tensor \"" + name + "\" has no \"" + key + "\"");
             return *found;
         };
-        Entry e{name, DType::Float32, {}, 0, 0};
+        Entry e{name, nullptr, {}, 0, 0};
         const Json& dtype = field("dtype");
-        if (dtype.kind != Json::Kind::String || !dtype_from_name(dtype.text, e.dtype))
+        if (dtype.kind == Json::Kind::String) e.dtype = file_dtype(dtype.text);
+        if (!e.dtype)
             bad("tensor \"" + name + "\" has dtype " + (dtype.kind == Json::Kind::String ? dtype.text : "?") +
-                ", which ember does not support (F32, F64, I64, BOOL)");
+                ", which ember does not read (F32, F64, F16, BF16, I64, I32, I16, I8, U32, U16, U8, BOOL)");
         const Json& shape = field("shape");
         if (shape.kind != Json::Kind::Array) bad("tensor \"" + name + "\" has no shape list");
         // The product of the non-zero sizes is bounded even when a size is 0:
@@ -291,9 +343,9 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
         if (e.end > data_size)
             bad("truncated: tensor \"" + name + "\" ends at byte " + std::to_string(e.end) + " of a " +
                 std::to_string(data_size) + "-byte data section");
-        if (e.end - e.begin != numel * element_size(e.dtype))
+        if (e.end - e.begin != numel * e.dtype->size)
             bad("tensor \"" + name + "\" spans " + std::to_string(e.end - e.begin) + " bytes, but " +
-                shape_str(e.shape) + " of " + dtype.text + " needs " + std::to_string(numel * element_size(e.dtype)));
+                shape_str(e.shape) + " of " + dtype.text + " needs " + std::to_string(numel * e.dtype->size));
         entries.push_back(e);
     }
     // The tensors must fill the data section exactly: no gaps, no overlaps,
@@ -315,11 +367,16 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
     // fill the data section back to back (checked above).
     std::vector<Tensor> tensors(entries.size());
     for (const Entry* e : by_offset) {
-        Tensor t = empty(e->shape, e->dtype);
+        Tensor t = empty(e->shape, e->dtype->as);
         char* into = static_cast<char*>(t.storage()->data());
         const uint64_t n = e->end - e->begin;
-        read_exact(file, into, n, path);
-        if (e->dtype == DType::Bool)
+        if (e->dtype->size != element_size(e->dtype->as)) { // F16, BF16, a narrow integer: widened
+            const std::string bytes = read_bytes(file, n, path);
+            widen(*e->dtype, bytes.data(), n / e->dtype->size, into);
+        } else {
+            read_exact(file, into, n, path);
+        }
+        if (e->dtype->as == DType::Bool)
             for (uint64_t i = 0; i < n; ++i)
                 if (into[i] != 0 && into[i] != 1)
                     bad("tensor \"" + e->name + "\" holds a bool that is neither 0 nor 1");

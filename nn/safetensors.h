@@ -16,8 +16,10 @@
 // optional "__metadata__" object of strings; then the raw little-endian data.
 // ember writes float32, float64, int64 and bool (F32, F64, I64, BOOL), in
 // state_dict order, with the header padded by spaces to a multiple of 8.
-// Loading checks lengths, offsets, dtypes, shapes, and that the data exactly
-// fills the file.
+// It also reads F16 and BF16 (as float32) and I32, I16, I8, U32, U16, U8 (as
+// int64): each value exactly, as checkpoints saved in half precision or
+// with uint8 mask buffers hold them. Loading checks lengths, offsets,
+// dtypes, shapes, and that the data exactly fills the file.
 
 namespace ember::nn {
 

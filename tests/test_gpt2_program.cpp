@@ -31,14 +31,15 @@ tokenizer::GPT2Tokenizer& gpt2_tokenizer() {
 
 TEST_CASE("gpt2 --prompt samples PyTorch's tokens for the same seed, streamed", "[gpt2_program]") {
     Fixtures f("pretrained");
-    Tensor generated = f.tensor("gpt2.generated"); // the prompt's 4 ids, then 12 sampled by PyTorch
+    // the prompt's 4 ids, then 40 sampled by PyTorch: past n_positions (32) the context is cropped
+    Tensor generated = f.tensor("gpt2.generated");
     std::vector<int> ids(generated.data_ptr<int64_t>(), generated.data_ptr<int64_t>() + generated.numel());
     REQUIRE(gpt2_tokenizer().encode("Hello, my dog") == std::vector<int>(ids.begin(), ids.begin() + 4));
     const std::string expected = gpt2_tokenizer().decode(ids);
     for (const std::string cache : {"", " --no-cache"}) {
         INFO(cache);
         CommandResult r = run_command(kGPT2 + " --model " + kModel +
-                                      " --prompt 'Hello, my dog' --max-new-tokens 12 --seed 42 --temperature 0.8 "
+                                      " --prompt 'Hello, my dog' --max-new-tokens 40 --seed 42 --temperature 0.8 "
                                       "--top-k 200" +
                                       cache);
         REQUIRE(r.status == 0);
@@ -48,7 +49,7 @@ TEST_CASE("gpt2 --prompt samples PyTorch's tokens for the same seed, streamed", 
         const size_t rule = r.out.find("\n---\n");
         REQUIRE(rule != std::string::npos);
         CHECK(r.out.substr(text_start, rule - text_start) == expected);
-        CHECK(r.out.find("12 tokens in", rule) != std::string::npos);
+        CHECK(r.out.find("40 tokens in", rule) != std::string::npos);
         CHECK(r.out.find("tokens/s", rule) != std::string::npos);
     }
 }
@@ -153,6 +154,10 @@ TEST_CASE("gpt2 --finetune trains, and writes the model only when the val loss i
     CommandResult long_block = run_command(command + " --overwrite --block-size 33 2>&1");
     CHECK(long_block.status == 2);
     CHECK(long_block.out.find("--block-size 33 is more than the model's n_positions (32)") != std::string::npos);
+    CommandResult long_name = run_command(kGPT2 + " --model " + kModel + " --finetune " + text_path + " --out " +
+                                          std::string(5000, 'x') + " 2>&1");
+    CHECK(long_name.status == 2); // the system's refusal, as a message
+    CHECK(long_name.out.find("gpt2: ") != std::string::npos);
     CommandResult no_out = run_command(kGPT2 + " --model " + kModel + " --finetune " + text_path + " 2>&1");
     CHECK(no_out.status == 2);
     CHECK(no_out.out.find("--finetune needs --out") != std::string::npos);
@@ -169,6 +174,15 @@ TEST_CASE("gpt2 --tokenizer chars:FILE samples a character model (nanoGPT's shak
     const std::string text = r.out.substr(text_start, rule - text_start);
     CHECK(text.size() == 6 + 30); // one character per token, all ASCII
     CHECK(text.rfind("ROMEO:", 0) == 0);
+    // A tokenizer with fewer tokens than the model's rows: only its own are drawn.
+    std::ofstream("ember_test_gpt2_ab.txt", std::ios::binary) << "ab\n";
+    CommandResult few = run_command(kGPT2 + " --model " + model +
+                                    " --tokenizer chars:ember_test_gpt2_ab.txt --prompt ab --max-new-tokens 50");
+    REQUIRE(few.status == 0);
+    const size_t first = few.out.find('\n') + 1;
+    const std::string drawn = few.out.substr(first, few.out.find("\n---\n") - first);
+    CHECK(drawn.size() == 2 + 50);
+    CHECK(drawn.find_first_not_of("ab\n") == std::string::npos);
     CommandResult bad = run_command(kGPT2 + " --model " + model + chars + " --prompt 'caf\xc3\xa9' 2>&1");
     CHECK(bad.status == 2);
     CHECK(bad.out.find("is not in the vocabulary") != std::string::npos);

@@ -104,6 +104,16 @@ TEST_CASE("GPT2LMHeadModel's names (\"transformer.\", lm_head.weight) load too",
     check_gpt2_outputs(*nn::fast::from_pretrained(dir), f);
 }
 
+TEST_CASE("the mask buffers are ignored whatever their dtype (older files hold them as uint8)", "[pretrained]") {
+    Fixtures f("pretrained");
+    const std::string dir = copy_of(kHF, "int_buffers");
+    nn::StateDict file = nn::load_safetensors(kHF + "/model.safetensors"), changed;
+    for (const auto& [name, t] : file)
+        changed.insert(name, name.find(".attn.bias") != std::string::npos ? t.to(kInt64) : t);
+    nn::save_safetensors(changed, dir + "/model.safetensors");
+    check_gpt2_outputs(*nn::fast::from_pretrained(dir), f);
+}
+
 TEST_CASE("ten AdamW steps from the GPT-2 checkpoint follow PyTorch's", "[pretrained]") {
     Fixtures f("pretrained");
     auto model = nn::fast::from_pretrained(kHF);

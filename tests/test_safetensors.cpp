@@ -4,6 +4,7 @@
 // a failed save leaves the previous file intact.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -107,7 +108,8 @@ TEST_CASE("corrupt or mismatched files are refused and the model is left untouch
         {"header length too large", std::string("\xff\xff\xff\xff\x00\x00\x00\x00", 8) + good.substr(8)},
         {"not json", with_header("{\"a\": [1, 2}")},
         {"not an object", with_header("[1, 2, 3]")},
-        {"unknown dtype", with_header(replace(header, "\"F32\"", "\"F16\""))},
+        {"unknown dtype", with_header(replace(header, "\"F32\"", "\"F8_E4M3\""))},
+        {"wrong byte count for its dtype", with_header(replace(header, "\"F32\"", "\"F16\""))},
         {"wrong byte count", with_header(replace(header, "\"shape\":[20,16]", "\"shape\":[20,15]"))},
         {"trailing bytes", good + std::string(4, '\0')},
         {"duplicate key",
@@ -211,4 +213,52 @@ TEST_CASE("files that are not safetensors are refused at once, saying what they 
     }
     CHECK_THROWS_WITH(nn::load_safetensors(zeros_path), Contains("more than the format's limit of 100 MB"));
     std::remove(zeros_path.c_str());
+}
+
+TEST_CASE("half-precision floats and narrow integers are read exactly, widened", "[safetensors]") {
+    // A file written byte by byte: each dtype's values and what they are, from the formats' definitions.
+    struct Case {
+        std::string dtype;
+        std::vector<uint8_t> bytes; // little-endian
+        Tensor expected;
+    };
+    const std::vector<Case> cases = {
+        // float16: 1, -2, 0.5, 65504 (the largest), 2^-24 (the smallest subnormal), inf, -0
+        {"F16",
+         {0x00, 0x3C, 0x00, 0xC0, 0x00, 0x38, 0xFF, 0x7B, 0x01, 0x00, 0x00, 0x7C, 0x00, 0x80},
+         from_vector(std::vector<float>{1.f, -2.f, 0.5f, 65504.f, std::ldexp(1.f, -24), INFINITY, -0.f})},
+        // bfloat16: the top half of a float32: 1, -2, 3.140625, 2^-133 (subnormal in float32 too)
+        {"BF16",
+         {0x80, 0x3F, 0x00, 0xC0, 0x49, 0x40, 0x01, 0x00},
+         from_vector(std::vector<float>{1.f, -2.f, 3.140625f, std::ldexp(1.f, -133)})},
+        {"U8", {0, 1, 255}, from_vector(std::vector<int64_t>{0, 1, 255})},
+        {"I8", {0x80, 0xFF, 0x7F}, from_vector(std::vector<int64_t>{-128, -1, 127})},
+        {"I16", {0x00, 0x80, 0xFF, 0x7F}, from_vector(std::vector<int64_t>{-32768, 32767})},
+        {"U16", {0xFF, 0xFF}, from_vector(std::vector<int64_t>{65535})},
+        {"I32", {0x00, 0x00, 0x00, 0x80, 0x01, 0x00, 0x00, 0x00}, from_vector(std::vector<int64_t>{INT32_MIN, 1})},
+        {"U32", {0xFF, 0xFF, 0xFF, 0xFF}, from_vector(std::vector<int64_t>{4294967295})},
+    };
+    for (const Case& c : cases) {
+        INFO(c.dtype);
+        const int64_t n = c.expected.numel();
+        std::string header = "{\"t\":{\"dtype\":\"" + c.dtype + "\",\"shape\":[" + std::to_string(n) +
+                             "],\"data_offsets\":[0," + std::to_string(c.bytes.size()) + "]}}";
+        const uint64_t length = header.size();
+        std::string bytes(reinterpret_cast<const char*>(&length), 8);
+        bytes += header;
+        bytes.append(c.bytes.begin(), c.bytes.end());
+        const std::string path = scratch("widen");
+        write_bytes(path, bytes);
+        nn::StateDict dict = nn::load_safetensors(path);
+        std::remove(path.c_str());
+        const Tensor& t = dict.at("t");
+        CHECK(t.dtype() == c.expected.dtype());
+        REQUIRE(t.shape() == c.expected.shape());
+        for (int64_t i = 0; i < n; ++i) {
+            INFO("element " << i);
+            const double got = t[i].item<double>(), want = c.expected[i].item<double>();
+            CHECK(got == want);
+            CHECK(std::signbit(got) == std::signbit(want));
+        }
+    }
 }

@@ -58,7 +58,8 @@ private:
 };
 
 // Never destroyed: a tensor in a static may outlive any destructor order.
-CountedBuffers& counted() {
+// (Unused where the fast kernels' buffer cache takes its place.)
+[[maybe_unused]] CountedBuffers& counted() {
     static CountedBuffers* buffers = new CountedBuffers;
     return *buffers;
 }
