@@ -281,11 +281,6 @@ StateDict convert(const StateDict& file, const StateDict& expected, const GPTCon
 
 } // namespace
 
-StateDict from_huggingface(const StateDict& hf, const GPTConfig& config, const std::string& where) {
-    init::NoInitGuard no_init; // only the names and shapes matter
-    return convert(hf, GPT(config).state_dict(), config, Layout::huggingface, where);
-}
-
 std::shared_ptr<GPT> from_pretrained(const std::string& dir, double dropout, Layout* layout) {
     Layout found;
     GPTConfig config = read_config(dir, &found);

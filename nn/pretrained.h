@@ -83,10 +83,9 @@ struct TextLoss {
 TextLoss text_loss(GPT& model, const std::vector<int64_t>& ids,
                    const std::function<void(int64_t done, int64_t total)>& progress = {});
 
-// The tensor renaming alone: the fast model's state_dict in Hugging Face's
-// names and shapes (prefix "transformer." dropped, Conv1D weights
-// transposed, lm_head.weight left out when tied), and back.
+// The fast model's state_dict in Hugging Face's names and shapes (prefix
+// "transformer." dropped, Conv1D weights transposed, lm_head.weight left
+// out when tied): what save_pretrained writes.
 StateDict to_huggingface(const GPT& model);
-StateDict from_huggingface(const StateDict& hf, const GPTConfig& config, const std::string& where = "state dict");
 
 } // namespace ember::nn::fast

@@ -74,31 +74,28 @@ float half_to_float(uint16_t h) {
     return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));        // rebias 15 -> 127
 }
 
-// `n` elements of file dtype `from`, little-endian at `bytes`, into `into` (of from.as).
+// `n` elements of file dtype `from`, little-endian at `bytes`, into `into`
+// (of from.as): the dtype is looked at once, then each element converted.
 void widen(const FileDType& from, const char* bytes, uint64_t n, void* into) {
-    auto load = [bytes]<typename T>(uint64_t i, T) {
-        T v;
-        std::memcpy(&v, bytes + i * sizeof(T), sizeof(T));
-        return v;
-    };
-    const std::string name = from.name;
-    if (from.as == DType::Float32) {
-        float* out = static_cast<float*>(into);
+    auto each = [&]<typename T, typename Out>(T, Out* out, auto convert) {
         for (uint64_t i = 0; i < n; ++i) {
-            const uint16_t h = load(i, uint16_t{});
-            out[i] = name == "F16" ? half_to_float(h) : std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+            T v;
+            std::memcpy(&v, bytes + i * sizeof(T), sizeof(T));
+            out[i] = convert(v);
         }
-        return;
-    }
-    int64_t* out = static_cast<int64_t*>(into);
-    for (uint64_t i = 0; i < n; ++i) {
-        if (name == "I32") out[i] = load(i, int32_t{});
-        else if (name == "I16") out[i] = load(i, int16_t{});
-        else if (name == "I8") out[i] = load(i, int8_t{});
-        else if (name == "U32") out[i] = load(i, uint32_t{});
-        else if (name == "U16") out[i] = load(i, uint16_t{});
-        else out[i] = load(i, uint8_t{});
-    }
+    };
+    float* f = static_cast<float*>(into);
+    int64_t* k = static_cast<int64_t*>(into);
+    auto widened = [](auto v) { return static_cast<int64_t>(v); };
+    const std::string name = from.name;
+    if (name == "F16") each(uint16_t{}, f, half_to_float);
+    else if (name == "BF16") each(uint16_t{}, f, [](uint16_t h) { return std::bit_cast<float>(uint32_t{h} << 16); });
+    else if (name == "I32") each(int32_t{}, k, widened);
+    else if (name == "I16") each(int16_t{}, k, widened);
+    else if (name == "I8") each(int8_t{}, k, widened);
+    else if (name == "U32") each(uint32_t{}, k, widened);
+    else if (name == "U16") each(uint16_t{}, k, widened);
+    else each(uint8_t{}, k, widened); // U8
 }
 
 [[noreturn]] void corrupt(const std::string& path, const std::string& what) {
