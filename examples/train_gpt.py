@@ -265,12 +265,18 @@ def make_model(cfg, vocab_size):
     return StageModel(stage, vocab_size, cfg["block_size"], cfg["n_embd"], cfg["n_head"], cfg["n_layer"])
 
 
-def train(cfg, text, log=print):
-    """The lecture's loop. Returns (losses of every step, [(step, train, val)])."""
+def train(cfg, text, log=print, tokens=None):
+    """The lecture's loop. Returns (losses of every step, [(step, train, val)]).
+    tokens: (ids of the text, vocabulary size) from a BPE tokenizer, instead
+    of the text's characters (train_gpt --tokenizer)."""
     torch.manual_seed(cfg["seed"])
     chars = sorted(set(text))
     stoi = {ch: i for i, ch in enumerate(chars)}
-    data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
+    if tokens is None:
+        data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
+    else:
+        data = torch.tensor(tokens[0], dtype=torch.long)
+        chars = range(tokens[1])
     n = int(0.9 * len(data))
     train_data, val_data = data[:n], data[n:]
     B, T = cfg["batch_size"], cfg["block_size"]

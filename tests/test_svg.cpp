@@ -437,6 +437,29 @@ TEST_CASE("attention map: labels escape XML and show whitespace", "[svg][attenti
     CHECK(broken.find("bad \xEF\xBF\xBD byte \xEF\xBF\xBD caf\xC3\xA9") != std::string::npos);
 }
 
+TEST_CASE("attention map: BPE tokens are labelled whole, turned upwards", "[svg][attention]") {
+    // Tokens as train_gpt --tokenizer gives them: a word with its space, a
+    // newline, a character of two bytes, and one longer than 12 characters.
+    const std::vector<std::string> tokens = {"Nor", " is", "\n", "caf\xC3\xA9", "\xC3", "abcdefghijklmnop"};
+    const std::string svg = train::attention_svg(tokens, causal_maps(2, 2, tokens.size()), "tokens");
+    INFO(xml_problem(svg));
+    CHECK(xml_problem(svg).empty());
+    const std::vector<std::string> expected = {"Nor",         "\xE2\x90\xA3is", "\xE2\x8F\x8E",
+                                               "caf\xC3\xA9", "\xEF\xBF\xBD",   "abcdefghijkl\xE2\x80\xA6"};
+    for (const std::string& g : groups(svg, "key-labels")) CHECK(texts(g) == expected);
+    for (const std::string& g : groups(svg, "query-labels")) CHECK(texts(g) == expected);
+    // The keys' labels read upwards (one rotation per key and heatmap); a
+    // prompt of single characters keeps them upright.
+    size_t rotations = 0;
+    for (size_t at = svg.find("rotate(-90 "); at != std::string::npos; at = svg.find("rotate(-90 ", at + 1))
+        ++rotations;
+    CHECK(rotations == 2 * 2 * tokens.size());
+    CHECK(train::attention_svg("abc", causal_maps(1, 1, 3), "t").find("rotate(") == std::string::npos);
+    // One byte a token is the character prompt's picture, byte for byte.
+    CHECK(train::attention_svg(std::vector<std::string>{"a", " ", "\xC3"}, causal_maps(1, 1, 3), "t") ==
+          train::attention_svg("a \xC3", causal_maps(1, 1, 3), "t"));
+}
+
 TEST_CASE("attention map: sizes scale with T and stay readable", "[svg][attention]") {
     auto cell_size = [](size_t T) {
         const std::string svg = train::attention_svg(std::string(T, 'x'), causal_maps(1, 1, T), "t");

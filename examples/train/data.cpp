@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "memory.h"
+#include "open_tokenizer.h"
 
 namespace train {
 
@@ -112,12 +113,53 @@ Vocab Vocab::from_chars(std::string chars) {
         int& slot = v.index_[static_cast<unsigned char>(v.chars_[i])];
         if (slot >= 0) throw std::invalid_argument("vocabulary has a repeated character");
         slot = static_cast<int>(i);
+        v.tokens_.emplace_back(1, v.chars_[i]);
     }
+    return v;
+}
+
+namespace {
+
+// The encode of --tokenizer `name`, and every id's bytes.
+std::shared_ptr<std::function<std::vector<int>(const std::string&)>> open_bpe(const std::string& name,
+                                                                              std::vector<std::string>* tokens) {
+    if (name == "chars" || name.rfind("chars:", 0) == 0)
+        throw InputError("--tokenizer " + name + ": train_gpt's characters are the default (no --tokenizer)");
+    try {
+        AnyTokenizer t = open_tokenizer(name);
+        if (tokens) {
+            for (int id = 0; id < t.vocab_size; ++id) tokens->push_back(t.decode_bytes({id}));
+        }
+        return std::make_shared<std::function<std::vector<int>(const std::string&)>>(std::move(t.encode));
+    } catch (const std::exception& e) { // a missing or malformed file (TokenizerError, flags' read errors)
+        throw InputError("--tokenizer " + name + ": " + e.what());
+    }
+}
+
+} // namespace
+
+Vocab Vocab::from_tokenizer(const std::string& name) {
+    Vocab v;
+    v.tokenizer_ = name;
+    v.bpe_encode_ = open_bpe(name, &v.tokens_);
+    return v;
+}
+
+Vocab Vocab::from_tokens(std::string name, std::vector<std::string> tokens) {
+    if (name.empty()) throw std::invalid_argument("a BPE vocabulary needs its tokenizer's name");
+    Vocab v;
+    v.tokenizer_ = std::move(name);
+    v.tokens_ = std::move(tokens);
     return v;
 }
 
 std::vector<int64_t> Vocab::encode(const std::string& text) const {
     std::vector<int64_t> ids;
+    if (!is_chars()) {
+        if (!bpe_encode_) bpe_encode_ = open_bpe(tokenizer_, nullptr);
+        for (int id : (*bpe_encode_)(text)) ids.push_back(id);
+        return ids;
+    }
     ids.reserve(text.size());
     for (char c : text) {
         int id = index_[static_cast<unsigned char>(c)];
@@ -136,8 +178,14 @@ std::string Vocab::decode(const Tensor& ids) const {
     for (int64_t i = 0; i < flat.numel(); ++i) {
         if (p[i] < 0 || p[i] >= size())
             throw std::invalid_argument("token id " + std::to_string(p[i]) + " is out of range");
-        out += chars_[static_cast<size_t>(p[i])];
+        out += tokens_[static_cast<size_t>(p[i])];
     }
+    return is_chars() ? out : tokenizer::utf8_replace_invalid(out);
+}
+
+std::vector<std::string> Vocab::pieces(const std::vector<int64_t>& ids) const {
+    std::vector<std::string> out;
+    for (int64_t id : ids) out.push_back(decode(from_vector(std::vector<int64_t>{id})));
     return out;
 }
 
@@ -146,10 +194,10 @@ Splits split_90_10(const Tensor& data) {
     return {data.slice(0, 0, n), data.slice(0, n)};
 }
 
-void check_split_lengths(const Splits& data, int64_t block_size, const std::string& name) {
+void check_split_lengths(const Splits& data, int64_t block_size, const std::string& name, const std::string& unit) {
     if (data.train.numel() > block_size && data.val.numel() > block_size) return;
-    throw InputError(name + " is too short: its training part (90%) has " + std::to_string(data.train.numel()) +
-                     " characters and its validation part (10%) " + std::to_string(data.val.numel()) +
+    throw InputError(name + " is too short: its training part (90%) has " + std::to_string(data.train.numel()) + " " +
+                     unit + " and its validation part (10%) " + std::to_string(data.val.numel()) +
                      "; each must be longer than --block-size " + std::to_string(block_size) +
                      ". Use a longer text or a smaller --block-size");
 }

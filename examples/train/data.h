@@ -8,6 +8,8 @@
 // Tests: tests/test_train_gpt.cpp.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -33,19 +35,45 @@ std::string read_text_file(const std::string& path, const std::string& flag = "-
 // and valid UTF-8 (ASCII is). The message gives the first bad byte's offset.
 void check_text(const std::string& bytes, const std::string& name);
 
+// The tokens a run trains on. By default the characters of its text, as
+// gpt.py's chars = sorted(list(set(text))) (each byte a character); with
+// --tokenizer, a BPE tokenizer's: "gpt2" (GPT-2's own, data/gpt2) or a
+// .model file that `tokenize train` wrote (examples/open_tokenizer.h). A
+// checkpoint keeps every token's bytes, which is all decoding needs; encoding
+// BPE needs the tokenizer itself, which a resumed run opens again by name.
 class Vocab {
 public:
     static Vocab from_text(const std::string& text);
     static Vocab from_chars(std::string chars); // the sorted, distinct characters
-    int64_t size() const { return static_cast<int64_t>(chars_.size()); }
-    const std::string& chars() const { return chars_; }
-    // Throws std::invalid_argument naming the first character not in the vocabulary.
+    // Opens --tokenizer NAME. InputError if it cannot (the reason: a missing
+    // file, not a .model file, GPT-2's files with the wrong hash).
+    static Vocab from_tokenizer(const std::string& name);
+    // A BPE vocabulary as a checkpoint holds it: the tokenizer's name and each
+    // id's bytes. The tokenizer is opened again when something is encoded.
+    static Vocab from_tokens(std::string name, std::vector<std::string> tokens);
+
+    int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
+    bool is_chars() const { return tokenizer_.empty(); }
+    const std::string& tokenizer() const { return tokenizer_; } // "" for characters
+    const char* unit() const { return is_chars() ? "characters" : "tokens"; }
+    const std::string& chars() const { return chars_; }                // characters only
+    const std::vector<std::string>& tokens() const { return tokens_; } // id -> its bytes
+    // Throws std::invalid_argument naming the first character not in the
+    // vocabulary; InputError if a BPE tokenizer cannot be opened.
     std::vector<int64_t> encode(const std::string& text) const;
-    std::string decode(const ember::Tensor& ids) const; // any shape of int64 ids
+    // Any shape of int64 ids. BPE tokens' bytes are joined, and a UTF-8
+    // sequence they leave broken is replaced by U+FFFD (GPT-2's errors="replace").
+    std::string decode(const ember::Tensor& ids) const;
+    // The text of each id, one string per position (attention maps' labels).
+    std::vector<std::string> pieces(const std::vector<int64_t>& ids) const;
 
 private:
+    std::string tokenizer_;
     std::string chars_;
+    std::vector<std::string> tokens_;
     std::vector<int> index_ = std::vector<int>(256, -1); // byte -> id, or -1
+    // The BPE tokenizer's encode, opened by from_tokenizer or at the first encode.
+    mutable std::shared_ptr<std::function<std::vector<int>(const std::string&)>> bpe_encode_;
 };
 
 struct Splits {
@@ -56,8 +84,10 @@ struct Splits {
 Splits split_90_10(const ember::Tensor& data);
 
 // Throws InputError naming `name` unless each split holds more than
-// block_size characters (one block and the character after it).
-void check_split_lengths(const Splits& data, int64_t block_size, const std::string& name);
+// block_size tokens (one block and the token after it); `unit` names them
+// ("characters", "tokens").
+void check_split_lengths(const Splits& data, int64_t block_size, const std::string& name,
+                         const std::string& unit = "characters");
 
 // ix = randint(len(data) - block_size, (batch_size,)); x = data[i : i+T] and
 // y = data[i+1 : i+T+1] for each i, stacked: (B,T) each. One draw of B words

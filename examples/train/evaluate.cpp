@@ -1,6 +1,7 @@
 // estimate_loss and sample: see evaluate.h.
 #include "evaluate.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "guard.h"
@@ -34,8 +35,15 @@ std::optional<std::pair<double, double>> estimate_loss(nn::Module& model, const 
 std::string sample(nn::Module& model, const Vocab& vocab, const Options& o, int64_t block_size) {
     Generator gen(o.sample_seed);
     model.eval();
-    // The lecture starts from token 0 (a newline in Shakespeare).
+    // The lecture starts from token 0 (a newline in Shakespeare); with BPE
+    // token 0 is a byte the text never holds, and a sample starts from a
+    // newline's token.
     Tensor context = zeros({1, 1}, kInt64);
+    if (!vocab.is_chars()) {
+        const auto& tokens = vocab.tokens();
+        const auto newline = std::find(tokens.begin(), tokens.end(), "\n");
+        if (newline != tokens.end()) context.fill_(static_cast<double>(newline - tokens.begin()));
+    }
     std::optional<int64_t> top_k = o.top_k > 0 ? std::optional<int64_t>(o.top_k) : std::nullopt;
     // The fast model samples with its key/value cache: the same tokens, faster.
     auto* fast = dynamic_cast<nn::fast::GPT*>(&model);

@@ -105,11 +105,15 @@ void apply_preset(Options& o, const std::string& name) {
 std::string usage() {
     return R"(usage: train_gpt [options]
 
-Trains a character-level GPT and writes a checkpoint, a loss curve and a sample.
+Trains a GPT on characters (or BPE tokens) and writes a checkpoint, a loss curve
+and a sample.
 With no options it trains on a generated default corpus in a few minutes.
 
 data and presets
   --data FILE            train on this text file (default: the generated play)
+  --tokenizer NAME       train on BPE tokens instead of characters: gpt2 (GPT-2's
+                         tokenizer, 50,257 tokens) or a .model file that
+                         build/examples/tokenize train wrote
   --preset NAME          the lecture's stages: bigram, embed, head, multihead, ffwd,
                          blocks, layernorm, lecture (the 10.8M-parameter model);
                          macbook: nanoGPT's "I only have a macbook" run (with
@@ -197,6 +201,7 @@ std::map<std::string, Setter> setters(Options& o) {
     return {
         {"--preset", [](const std::string&, const std::string&) {}},
         {"--data", [&](auto& f, auto& v) { o.data_path = not_empty(f, v, "a text file"); }},
+        {"--tokenizer", [&](auto& f, auto& v) { o.tokenizer = not_empty(f, v, "gpt2 or a .model file"); }},
         {"--model",
          [&](auto& f, auto& v) {
              try {

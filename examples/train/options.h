@@ -19,6 +19,7 @@ using UsageError = flags::UsageError;
 struct Options {
     std::string preset = "default";
     std::string data_path; // empty: the generated default corpus
+    std::string tokenizer; // empty: the text's characters; else --tokenizer's name (data.h)
     ModelConfig model;     // stage and sizes (vocab_size comes from the data)
     int64_t batch_size = 32;
     double lr = 1e-3;

@@ -22,19 +22,22 @@ namespace train {
 using namespace ember;
 
 
-// The prompt whose attention is drawn (--prompt, else default_prompt), cut to
-// its last block_size characters. An InputError names a character the
-// vocabulary lacks: the check runs before training (session.cpp) and here.
-std::string attention_prompt(const Options& o, const Vocab& vocab, const std::string& default_prompt) {
+// The prompt whose attention is drawn (--prompt, else default_prompt) as
+// ids, cut to its last block_size characters (or tokens). An InputError names
+// a character the vocabulary lacks: the check runs before training
+// (session.cpp) and here.
+std::vector<int64_t> attention_prompt(const Options& o, const Vocab& vocab, const std::string& default_prompt) {
     std::string prompt = o.prompt.empty() ? default_prompt : o.prompt;
-    if (static_cast<int64_t>(prompt.size()) > o.model.block_size)
-        prompt = prompt.substr(prompt.size() - static_cast<size_t>(o.model.block_size));
+    const auto block = static_cast<size_t>(o.model.block_size);
+    if (vocab.is_chars() && prompt.size() > block) prompt = prompt.substr(prompt.size() - block);
+    std::vector<int64_t> ids;
     try {
-        vocab.encode(prompt);
+        ids = vocab.encode(prompt);
     } catch (const std::invalid_argument& e) {
         throw InputError(std::string("--prompt: ") + e.what());
     }
-    return prompt;
+    if (ids.size() > block) ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(block));
+    return ids;
 }
 
 namespace {
@@ -59,10 +62,12 @@ static std::string default_attention_prompt(const Vocab& vocab, const Tensor& va
 
 // Draws every head's attention over attention_prompt(...) to o.attention_map.
 void draw_attention(nn::Module& model, const Vocab& vocab, const Options& o, const std::string& default_prompt) {
-    const std::string prompt = attention_prompt(o, vocab, default_prompt);
+    const std::vector<int64_t> ids = attention_prompt(o, vocab, default_prompt);
     model.eval();
-    auto maps = attention_maps(model, from_vector(vocab.encode(prompt)));
-    write_attention_svg(o.attention_map, prompt, maps, "attention of every head for \"" + prompt + "\"");
+    auto maps = attention_maps(model, from_vector(ids));
+    const std::string prompt = vocab.decode(from_vector(ids)), title = "attention of every head for \"" + prompt + "\"";
+    if (vocab.is_chars()) write_attention_svg(o.attention_map, prompt, maps, title);
+    else write_attention_svg(o.attention_map, vocab.pieces(ids), maps, title);
 }
 
 } // namespace
@@ -100,7 +105,7 @@ void write_results(const Session& s, double final_train, double final_val, doubl
                          "ln(vocab) = " + format("%.2f", std::log(double(vocab.size()))));
     std::string text_sample = sample(model, vocab, o, o.model.block_size);
     write_text(o.out_dir + "/sample.txt", text_sample + "\n");
-    std::cout << "\nsample (" << o.sample_tokens << " characters, temperature " << o.temperature
+    std::cout << "\nsample (" << o.sample_tokens << " " << vocab.unit() << ", temperature " << o.temperature
               << (o.top_k > 0 ? ", top-k " + std::to_string(o.top_k) : std::string()) << "):\n"
               << text_sample << "\n\n";
     // Every model with attention draws it: for --prompt, or the start of the
@@ -120,6 +125,18 @@ void write_results(const Session& s, double final_train, double final_val, doubl
                   << s.run.best_file_step << ", is in " << s.best_checkpoint << "\n";
     std::cout << "final: step=" << o.max_iters << format(" train_loss=%.4f val_loss=%.4f", final_train, final_val)
               << format(" tokens_per_s=%.0f", tokens_per_second) << " params=" << model.num_parameters() << "\n";
+    if (!vocab.is_chars()) {
+        // A token's loss covers several characters: per character, the
+        // number compares with a character model's on the same text.
+        const std::string val_text = vocab.decode(s.data.val);
+        const auto chars = std::count_if(val_text.begin(), val_text.end(),
+                                         [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+        std::cout << "val loss per character: "
+                  << format("%.4f (%.4f per token x %lld tokens / %lld characters of the val text)",
+                            final_val * static_cast<double>(s.data.val.numel()) / static_cast<double>(chars), final_val,
+                            static_cast<long long>(s.data.val.numel()), static_cast<long long>(chars))
+                  << "\n";
+    }
 }
 
 namespace {

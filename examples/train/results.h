@@ -15,10 +15,10 @@
 
 namespace train {
 
-// The prompt whose attention is drawn (o.prompt, else default_prompt), cut
-// to its last block_size characters. Throws InputError naming a character
+// The prompt whose attention is drawn (o.prompt, else default_prompt), as
+// ids, cut to its last block_size characters (BPE: tokens). Throws InputError naming a character
 // the vocabulary lacks: start_session checks --prompt with it before training.
-std::string attention_prompt(const Options& o, const Vocab& vocab, const std::string& default_prompt);
+std::vector<int64_t> attention_prompt(const Options& o, const Vocab& vocab, const std::string& default_prompt);
 
 // step,loss,eval_train_loss,eval_val_loss: every step's loss, and the
 // evaluations at their steps. Written whole or not at all (beside it, then renamed).

@@ -1,6 +1,8 @@
 // train_gpt checkpoints: see run_state.h. Layout: tensors "model.*",
-// "optim.*", "rng_state" (the generator's 5056 bytes as int64s), "vocab",
-// "step_losses", "eval_*"; settings in the metadata.
+// "optim.*", "rng_state" (the generator's 5056 bytes as int64s), "vocab"
+// (the characters; with a BPE tokenizer every token's bytes, one after the
+// other, and "vocab_lengths" each token's length), "step_losses", "eval_*";
+// settings in the metadata (a BPE run's "tokenizer" among them).
 #include "run_state.h"
 
 #include <cstring>
@@ -54,6 +56,7 @@ nn::Metadata settings(const RunState& run) {
     // --min-lr only when given: without it the floor is lr / 10 of whatever
     // --lr a resumed run uses.
     if (!std::isnan(o.min_lr)) meta["min_lr"] = format("%.17g", o.min_lr);
+    if (!run.vocab.is_chars()) meta["tokenizer"] = run.vocab.tokenizer();
     return meta;
 }
 
@@ -169,9 +172,14 @@ void save_run(const std::string& path, const RunState& run, const nn::Module& mo
     std::vector<int64_t> packed((rng.size() + 7) / 8, 0);
     std::memcpy(packed.data(), rng.data(), rng.size());
     all.insert("rng_state", from_vector(packed));
-    std::vector<int64_t> vocab;
-    for (char c : run.vocab.chars()) vocab.push_back(static_cast<unsigned char>(c));
+    std::vector<int64_t> vocab, lengths;
+    for (const std::string& token : run.vocab.tokens()) {
+        for (char c : token) vocab.push_back(static_cast<unsigned char>(c));
+        lengths.push_back(static_cast<int64_t>(token.size()));
+    }
     all.insert("vocab", from_vector(vocab, {static_cast<int64_t>(vocab.size())}, kInt64));
+    if (!run.vocab.is_chars())
+        all.insert("vocab_lengths", from_vector(lengths, {static_cast<int64_t>(lengths.size())}, kInt64));
     all.insert("step_losses", from_vector(run.step_losses, {static_cast<int64_t>(run.step_losses.size())}, kFloat64));
     std::vector<int64_t> eval_steps;
     std::vector<double> eval_train, eval_val;
@@ -247,7 +255,23 @@ RunState read_run(const std::string& path) {
         chars += static_cast<char>(byte);
     }
     try {
-        run.vocab = Vocab::from_chars(chars);
+        if (!meta.count("tokenizer")) {
+            run.vocab = Vocab::from_chars(chars);
+        } else { // BPE: the bytes of every token, cut at their lengths
+            const Tensor& lengths = history(all, path, "vocab_lengths", kInt64);
+            std::vector<std::string> tokens;
+            size_t at = 0;
+            for (int64_t i = 0; i < lengths.numel(); ++i) {
+                const int64_t n = lengths.data_ptr<int64_t>()[i];
+                if (n < 0 || static_cast<uint64_t>(n) > chars.size() - at)
+                    bad_file(path, "its vocabulary's lengths do not add up to its bytes");
+                tokens.push_back(chars.substr(at, static_cast<size_t>(n)));
+                at += static_cast<size_t>(n);
+            }
+            if (at != chars.size()) bad_file(path, "its vocabulary's lengths do not add up to its bytes");
+            run.vocab = Vocab::from_tokens(meta["tokenizer"], std::move(tokens));
+            o.tokenizer = meta["tokenizer"];
+        }
     } catch (const std::invalid_argument& e) {
         bad_file(path, e.what());
     }

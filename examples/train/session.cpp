@@ -29,8 +29,8 @@ const char* kGeneratedPlay = "(generated play)"; // the data_name of the default
 // learning rate and clipping, to go on more gently after a divergence).
 Options resumed_options(const Options& given, const RunState& run) {
     for (const char* flag :
-         {"--preset", "--model", "--bias", "--tie-weights", "--n-embd", "--n-head", "--n-layer", "--block-size",
-          "--dropout", "--batch-size", "--grad-accum", "--eval-interval", "--eval-iters", "--seed"})
+         {"--preset", "--tokenizer", "--model", "--bias", "--tie-weights", "--n-embd", "--n-head", "--n-layer",
+          "--block-size", "--dropout", "--batch-size", "--grad-accum", "--eval-interval", "--eval-iters", "--seed"})
         if (given.given.count(flag))
             throw UsageError(std::string(flag) + " cannot change when resuming (the checkpoint fixes it)");
     Options o = run.options;
@@ -85,8 +85,11 @@ std::string mpirun_pid() {
 void print_header(const Session& s, size_t text_chars) {
     const Options& o = s.run.options;
     const int64_t vocab_size = s.run.vocab.size();
-    std::cout << "data: " << s.run.data_name << ", " << text_chars << " characters, vocabulary of " << vocab_size
-              << "\n";
+    std::cout << "data: " << s.run.data_name << ", " << text_chars << " characters, ";
+    if (!s.run.vocab.is_chars())
+        std::cout << s.data.train.numel() + s.data.val.numel() << " tokens of --tokenizer " << s.run.vocab.tokenizer()
+                  << ", ";
+    std::cout << "vocabulary of " << vocab_size << "\n";
     std::cout << "model: " << o.preset << " (" << stage_name(o.model.stage) << "), "
               << format("%.6f M parameters", static_cast<double>(s.model->num_parameters()) / 1e6) << ", "
               << model_line(o.model) << "\n";
@@ -255,7 +258,7 @@ Session start_session(Options o) {
 
     // ---- data ---------------------------------------------------------------------------
     std::string text = o.data_path.empty() ? default_corpus() : read_text_file(o.data_path);
-    Vocab vocab = Vocab::from_text(text);
+    Vocab vocab = o.tokenizer.empty() ? Vocab::from_text(text) : Vocab::from_tokenizer(o.tokenizer);
     o.model.vocab_size = vocab.size();
     // Under mpirun -np N each process computes B/N rows of the batch of B.
     const int world = distributed::get_world_size();
@@ -275,7 +278,10 @@ Session start_session(Options o) {
                        processes_on_this_machine());
     if (!too_large.empty()) throw UsageError(too_large);
     if (!o.resume.empty()) {
-        if (fingerprint(text) != run.data_fingerprint || vocab.chars() != run.vocab.chars())
+        if (!vocab.is_chars() && vocab.tokens() != run.vocab.tokens())
+            throw InputError("--tokenizer " + o.tokenizer +
+                             " is not the tokenizer the checkpoint was trained with: their tokens differ");
+        if (fingerprint(text) != run.data_fingerprint || vocab.tokens() != run.vocab.tokens())
             throw InputError("the checkpoint was trained on other data than " +
                              (o.data_path.empty() ? std::string("the generated play") : o.data_path));
     }
@@ -285,7 +291,7 @@ Session start_session(Options o) {
     run.data_name = o.data_path.empty() ? kGeneratedPlay : o.data_path;
     s.data = split_90_10(from_vector(vocab.encode(text)));
     check_split_lengths(s.data, o.model.block_size,
-                        o.data_path.empty() ? "the generated play" : "--data " + o.data_path);
+                        o.data_path.empty() ? "the generated play" : "--data " + o.data_path, vocab.unit());
     if (!o.attention_map.empty() && !has_attention(o.model))
         throw UsageError(std::string("--attention-map: the ") + stage_name(o.model.stage) + " model" +
                          (o.model.n_layer == 0 ? " with --n-layer 0" : "") + " has no attention");

@@ -10,6 +10,7 @@
 #include "svg.h"
 
 #include "core/tensor/svg_text.h"
+#include "nn/tokenizer.h"
 
 #include <algorithm>
 #include <array>
@@ -217,21 +218,36 @@ std::string weight_colour(float w) {
     return hex(c[0], c[1], c[2]);
 }
 
-// How a prompt byte is shown as a label: whitespace as a visible sign, bytes
-// that are not printable ASCII (control bytes, pieces of UTF-8 characters, one
-// position each) as U+FFFD. `sign` says the label stands for something else.
-std::string char_label(char ch, bool& sign) {
+// How a token is shown as a label: whitespace as a visible sign, control
+// bytes and bytes that make no UTF-8 character (a prompt's byte that is a
+// piece of one, a token that cuts one) as U+FFFD, at most 12 characters
+// (then an ellipsis). `sign` says the label stands only for something else;
+// `length` is its number of characters.
+std::string token_label(const std::string& token, bool& sign, size_t& length) {
+    const std::string text = ember::tokenizer::utf8_replace_invalid(token);
+    std::string out;
     sign = true;
-    switch (ch) {
-    case ' ': return "\xE2\x90\xA3";  // ␣ U+2423 OPEN BOX
-    case '\n': return "\xE2\x8F\x8E"; // ⏎ U+23CE RETURN SYMBOL
-    case '\t': return "\xE2\x86\x92"; // → U+2192
-    default: break;
+    length = 0;
+    for (size_t i = 0; i < text.size();) {
+        const auto b = static_cast<unsigned char>(text[i]);
+        const size_t n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4; // valid UTF-8 after the replacement
+        const std::string c = text.substr(i, n);
+        i += n;
+        if (length == 12) {
+            out += "\xE2\x80\xA6"; // … U+2026
+            break;
+        }
+        ++length;
+        if (c == " ") out += "\xE2\x90\xA3";       // ␣ U+2423 OPEN BOX
+        else if (c == "\n") out += "\xE2\x8F\x8E"; // ⏎ U+23CE RETURN SYMBOL
+        else if (c == "\t") out += "\xE2\x86\x92"; // → U+2192
+        else if (n == 1 && (b < 0x20 || b == 0x7F)) out += "\xEF\xBF\xBD";
+        else {
+            out += c;
+            sign = sign && c == "\xEF\xBF\xBD";
+        }
     }
-    const auto b = static_cast<unsigned char>(ch);
-    if (b < 0x20 || b >= 0x7F) return "\xEF\xBF\xBD";
-    sign = false;
-    return std::string(1, ch);
+    return out;
 }
 
 } // namespace
@@ -396,10 +412,10 @@ void write_loss_curve_svg(const std::string& path, const std::vector<double>& st
 // of T = 64 then make a picture about 3700 x 3900 px, for scrolling or
 // zooming) and 24 px (so that a short prompt does not make giant blocks).
 // Labels are 0.7 of a cell, between 8 and 13 px.
-std::string attention_svg(const std::string& prompt, const std::vector<std::vector<std::vector<float>>>& maps,
-                          const std::string& title) {
+std::string attention_svg(const std::vector<std::string>& tokens,
+                          const std::vector<std::vector<std::vector<float>>>& maps, const std::string& title) {
     const std::string op = "[attention_svg] ";
-    const size_t T = prompt.size();
+    const size_t T = tokens.size();
     if (T == 0) throw std::invalid_argument(op + "the prompt is empty (T = 0): there are no positions to draw");
     if (maps.empty()) {
         throw std::invalid_argument(op + "maps is empty (0 layers): expected maps[layer][head], each a T x T = " +
@@ -434,8 +450,23 @@ std::string attention_svg(const std::string& prompt, const std::vector<std::vect
     const int t = static_cast<int>(std::min<size_t>(T, 1 << 20));
     const int cell = std::clamp(384 / t, 9, 24);
     const double label_size = std::clamp(0.7 * cell, 8.0, 13.0);
-    const int gutter_left = static_cast<int>(std::ceil(0.62 * label_size)) + 8; // one mono char + gap
-    const int gutter_top = static_cast<int>(std::ceil(label_size)) + 5;
+    // The labels are the same for every heatmap: make them once.
+    std::vector<std::string> labels(T);
+    std::vector<bool> signs(T);
+    size_t longest = 1; // characters
+    for (size_t i = 0; i < T; ++i) {
+        bool sign = false;
+        size_t length = 0;
+        labels[i] = token_label(tokens[i], sign, length);
+        signs[i] = sign;
+        longest = std::max(longest, length + (length == 12 ? 1 : 0));
+    }
+    // One character a position fits above its column; longer labels (BPE
+    // tokens) are turned to read upwards, and the gutters grow to fit them.
+    const bool upright = longest == 1;
+    const int label_w = static_cast<int>(std::ceil(0.62 * label_size * static_cast<double>(longest))); // mono
+    const int gutter_left = label_w + 8;
+    const int gutter_top = upright ? static_cast<int>(std::ceil(label_size)) + 5 : label_w + 8;
     const int title_h = 22, gap_x = 36, gap_y = 30, margin = 28, header = 86;
     const int side = t * cell;
     // A slot is one heatmap with its labels and title; the title may be wider than a small matrix.
@@ -474,14 +505,6 @@ std::string attention_svg(const std::string& prompt, const std::vector<std::vect
     svg_text(out, bar_x + bar_w + 5, 40, "1");
     out += "</g>\n";
 
-    // The labels are the same for every heatmap: make them once.
-    std::vector<std::string> labels(T);
-    std::vector<bool> signs(T);
-    for (size_t i = 0; i < T; ++i) {
-        bool sign = false;
-        labels[i] = char_label(prompt[i], sign);
-        signs[i] = sign;
-    }
     // Signs (␣ ⏎ → �) in grey, so they read as stand-ins rather than characters.
     auto label_attrs = [&](size_t i) { return signs[i] ? std::string("fill=\"#808080\"") : std::string(); };
 
@@ -499,7 +522,15 @@ std::string attention_svg(const std::string& prompt, const std::vector<std::vect
             out += "<g class=\"key-labels\" font-family=\"" + std::string(kMono) + "\" font-size=\"" + num(label_size) +
                    "\" text-anchor=\"middle\" fill=\"#222222\">\n";
             for (size_t k = 0; k < T; ++k) {
-                svg_text(out, mx + (k + 0.5) * cell, my - 4, labels[k], label_attrs(k));
+                if (upright) {
+                    svg_text(out, mx + (k + 0.5) * cell, my - 4, labels[k], label_attrs(k));
+                } else {
+                    const double x = mx + (k + 0.5) * cell + 0.35 * label_size, y = my - 4;
+                    std::string attrs = "text-anchor=\"start\" transform=\"rotate(-90 ";
+                    attrs.append(num(x)).append(" ").append(num(y)).append(")\"");
+                    if (signs[k]) attrs.append(" ").append(label_attrs(k));
+                    svg_text(out, x, y, labels[k], attrs);
+                }
             }
             out += "</g>\n<g class=\"query-labels\" font-family=\"" + std::string(kMono) + "\" font-size=\"" +
                    num(label_size) + "\" text-anchor=\"end\" fill=\"#222222\">\n";
@@ -527,6 +558,19 @@ std::string attention_svg(const std::string& prompt, const std::vector<std::vect
     }
     out += "</svg>\n";
     return out;
+}
+
+// A prompt of bytes: one position, and one label, per byte.
+std::string attention_svg(const std::string& prompt, const std::vector<std::vector<std::vector<float>>>& maps,
+                          const std::string& title) {
+    std::vector<std::string> bytes;
+    for (char c : prompt) bytes.emplace_back(1, c);
+    return attention_svg(bytes, maps, title);
+}
+
+void write_attention_svg(const std::string& path, const std::vector<std::string>& tokens,
+                         const std::vector<std::vector<std::vector<float>>>& maps, const std::string& title) {
+    write_atomically(path, attention_svg(tokens, maps, title), "[write_attention_svg] ");
 }
 
 void write_attention_svg(const std::string& path, const std::string& prompt,

@@ -46,9 +46,15 @@ void write_loss_curve_svg(const std::string& path, const std::vector<double>& st
 // have different numbers of heads, or a matrix does not have T*T weights.
 std::string attention_svg(const std::string& prompt, const std::vector<std::vector<std::vector<float>>>& maps,
                           const std::string& title);
+// The same for a prompt of BPE tokens, T = tokens.size(), each labelled with
+// its text (at most 12 characters shown; keys' labels then read upwards).
+std::string attention_svg(const std::vector<std::string>& tokens,
+                          const std::vector<std::vector<std::vector<float>>>& maps, const std::string& title);
 
 // Writes attention_svg(...) to `path`, as write_loss_curve_svg does.
 void write_attention_svg(const std::string& path, const std::string& prompt,
+                         const std::vector<std::vector<std::vector<float>>>& maps, const std::string& title);
+void write_attention_svg(const std::string& path, const std::vector<std::string>& tokens,
                          const std::vector<std::vector<std::vector<float>>>& maps, const std::string& title);
 
 // One named line of a line chart: points (x[i], y[i]); dashed if asked.
