@@ -98,7 +98,7 @@ TEST_CASE("gpt2 refuses bad command lines and checkpoints with a message", "[gpt
     CHECK(r.out.find("3 tokens in") != std::string::npos);
 }
 
-TEST_CASE("gpt2 --finetune trains, and writes the model only when the val loss improves", "[gpt2_program]") {
+TEST_CASE("gpt2 --finetune trains, and writes the model only when the val loss improves", "[gpt2_program][heavy]") {
     const std::string text_path = "ember_test_gpt2_finetune.txt", out = "ember_test_gpt2_finetuned";
     {
         std::ifstream in(std::string(EMBER_DATA_DIR) + "/tinyshakespeare.txt", std::ios::binary);

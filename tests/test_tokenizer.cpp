@@ -73,7 +73,7 @@ TEST_CASE("count_pairs and merge: minbpe's get_stats and merge", "[tokenizer]") 
     CHECK(t.merges().empty());
 }
 
-TEST_CASE("on tiny Shakespeare, the merges of a second implementation", "[tokenizer][data]") {
+TEST_CASE("on tiny Shakespeare, the merges of a second implementation", "[tokenizer][data][heavy]") {
     std::ifstream fixture(std::string(EMBER_FIXTURE_DIR) + "/bpe_shakespeare.txt");
     REQUIRE(fixture);
     std::string line;
@@ -326,7 +326,8 @@ TEST_CASE("RegexTokenizer merges only inside GPT-2's pieces", "[tokenizer][regex
     CHECK_THROWS_AS(t.train("x", 10), ValueError);
 }
 
-TEST_CASE("RegexTokenizer on tiny Shakespeare: the merges of a second implementation", "[tokenizer][regex][data]") {
+TEST_CASE("RegexTokenizer on tiny Shakespeare: the merges of a second implementation",
+          "[tokenizer][regex][data][heavy]") {
     std::ifstream fixture(std::string(EMBER_FIXTURE_DIR) + "/bpe_shakespeare_regex.txt");
     REQUIRE(fixture);
     std::string line;

@@ -45,22 +45,6 @@ void write_model(const std::string& path, int count) {
     REQUIRE(written == count);
 }
 
-// Column `column` of losses.csv, for the rows that have it.
-std::vector<double> csv_column(const std::string& path, int column) {
-    std::ifstream in(path);
-    REQUIRE(in);
-    std::string line;
-    std::getline(in, line); // header
-    std::vector<double> values;
-    while (std::getline(in, line)) {
-        std::stringstream fields(line);
-        std::string field;
-        for (int c = 0; c <= column; ++c) std::getline(fields, field, ',');
-        if (!field.empty()) values.push_back(std::stod(field));
-    }
-    return values;
-}
-
 void expect(const CommandResult& r, const std::string& message) {
     INFO(r.out);
     CHECK(r.status == 2);

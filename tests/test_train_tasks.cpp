@@ -117,7 +117,7 @@ TEST_CASE("the baseline cannot see other positions", "[train_tasks]") {
     CHECK(gpt.num_parameters() - mlp.num_parameters() == 2 * attention_per_block);
 }
 
-TEST_CASE("train_tasks learns to copy in a short run and the baseline does not", "[train_tasks]") {
+TEST_CASE("train_tasks learns to copy in a short run and the baseline does not", "[train_tasks][heavy]") {
     Result r = run(kShort + " --threads 1");
     INFO(r.out << r.err);
     REQUIRE(r.status == 0);

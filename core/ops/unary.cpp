@@ -195,6 +195,7 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
     // The exact form on contiguous floats runs core/ops/gelu.h's loop compiled
     // for AVX2 and AVX-512 (core/kernels/gelu.cpp): the same bits.
     const auto fast_erf = [tanh_form](const Tensor& a, const Tensor& b) {
+        static_cast<void>(tanh_form); // unused where the fast kernels are not built
         if constexpr (internal::kFastKernelsBuilt)
             return !tanh_form && internal::use_fast_kernels() && a.dtype() == kFloat32 && a.is_contiguous() &&
                    b.dtype() == kFloat32 && b.is_contiguous() && a.shape() == b.shape();

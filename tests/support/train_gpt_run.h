@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -19,6 +20,22 @@ inline const std::string kProgram = std::string(EMBER_EXAMPLES_DIR) + "/train_gp
 // Runs train_gpt with `args` (a shell-quoted string): its exit status, and
 // stdout and stderr together in `out`.
 inline CommandResult run(const std::string& args) { return run_command(kProgram + " " + args + " 2>&1"); }
+
+// Column `column` of a run's losses.csv, for the rows that have it.
+inline std::vector<double> csv_column(const std::string& path, int column) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    std::string line;
+    std::getline(in, line); // header
+    std::vector<double> values;
+    while (std::getline(in, line)) {
+        std::stringstream fields(line);
+        std::string field;
+        for (int c = 0; c <= column; ++c) std::getline(fields, field, ',');
+        if (!field.empty()) values.push_back(std::stod(field));
+    }
+    return values;
+}
 
 // A fresh empty directory for one test's outputs.
 inline std::string scratch_dir(const std::string& name) {
