@@ -219,7 +219,7 @@ TEST_CASE("save_pretrained writes each layout back as it was read", "[pretrained
     }
 }
 
-TEST_CASE("GPT-2 124M: built and saved by ember, in GPT-2's names and shapes", "[pretrained][124M][heavy]") {
+TEST_CASE("GPT-2 124M: built and saved by ember, in GPT-2's names and shapes", "[pretrained][124M]") {
     // Built without drawing 124 M random numbers (they are not the point
     // here): every tensor filled with its own index, one with distinct values.
     std::unique_ptr<nn::fast::GPT> built;
