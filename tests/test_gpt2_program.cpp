@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 #include "check.h"
 #include "fixtures.h"
@@ -25,6 +26,13 @@ const std::string kModel = std::string(EMBER_FIXTURE_DIR) + "/pretrained_hf";
 tokenizer::GPT2Tokenizer& gpt2_tokenizer() {
     static tokenizer::GPT2Tokenizer t = tokenizer::GPT2Tokenizer::load(std::string(EMBER_DATA_DIR) + "/gpt2");
     return t;
+}
+
+// A path for a scratch file or folder in the system's temporary folder,
+// this process's own (the working folder stays clean).
+std::string scratch_path(const std::string& name) {
+    return (std::filesystem::temp_directory_path() / ("ember_test_gpt2_" + name + "_" + std::to_string(getpid())))
+        .string();
 }
 
 } // namespace
@@ -58,7 +66,7 @@ TEST_CASE("gpt2 --eval prints text_loss over the file's tokens", "[gpt2_program]
     const std::string text =
         "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\nFirst Citizen:\n"
         "You are all resolved rather to die than to famish?\n\nAll:\nResolved. resolved.\n";
-    const std::string path = "ember_test_gpt2_eval.txt";
+    const std::string path = scratch_path("eval.txt");
     std::ofstream(path, std::ios::binary) << text;
     const std::vector<int> encoded = gpt2_tokenizer().encode(text);
     auto model = nn::fast::from_pretrained(kModel);
@@ -71,6 +79,7 @@ TEST_CASE("gpt2 --eval prints text_loss over the file's tokens", "[gpt2_program]
     CHECK(r.out.find(line) != std::string::npos);
     CHECK(r.out.find("over " + std::to_string(encoded.size() - 1) + " predicted tokens") != std::string::npos);
     CHECK(expected.chunks == static_cast<int64_t>((encoded.size() - 2) / 32 + 1));
+    std::filesystem::remove(path);
 }
 
 TEST_CASE("gpt2 refuses bad command lines and checkpoints with a message", "[gpt2_program]") {
@@ -99,7 +108,7 @@ TEST_CASE("gpt2 refuses bad command lines and checkpoints with a message", "[gpt
 }
 
 TEST_CASE("gpt2 --finetune trains, and writes the model only when the val loss improves", "[gpt2_program][heavy]") {
-    const std::string text_path = "ember_test_gpt2_finetune.txt", out = "ember_test_gpt2_finetuned";
+    const std::string text_path = scratch_path("finetune.txt"), out = scratch_path("finetuned");
     {
         std::ifstream in(std::string(EMBER_DATA_DIR) + "/tinyshakespeare.txt", std::ios::binary);
         std::string text(20000, '\0');
@@ -161,6 +170,8 @@ TEST_CASE("gpt2 --finetune trains, and writes the model only when the val loss i
     CommandResult no_out = run_command(kGPT2 + " --model " + kModel + " --finetune " + text_path + " 2>&1");
     CHECK(no_out.status == 2);
     CHECK(no_out.out.find("--finetune needs --out") != std::string::npos);
+    std::filesystem::remove(text_path);
+    std::filesystem::remove_all(out);
 }
 
 TEST_CASE("gpt2 --tokenizer chars:FILE samples a character model (nanoGPT's shakespeare_char)", "[gpt2_program]") {
@@ -175,9 +186,11 @@ TEST_CASE("gpt2 --tokenizer chars:FILE samples a character model (nanoGPT's shak
     CHECK(text.size() == 6 + 30); // one character per token, all ASCII
     CHECK(text.rfind("ROMEO:", 0) == 0);
     // A tokenizer with fewer tokens than the model's rows: only its own are drawn.
-    std::ofstream("ember_test_gpt2_ab.txt", std::ios::binary) << "ab\n";
-    CommandResult few = run_command(kGPT2 + " --model " + model +
-                                    " --tokenizer chars:ember_test_gpt2_ab.txt --prompt ab --max-new-tokens 50");
+    const std::string ab = scratch_path("ab.txt");
+    std::ofstream(ab, std::ios::binary) << "ab\n";
+    CommandResult few =
+        run_command(kGPT2 + " --model " + model + " --tokenizer chars:" + ab + " --prompt ab --max-new-tokens 50");
+    std::filesystem::remove(ab);
     REQUIRE(few.status == 0);
     const size_t first = few.out.find('\n') + 1;
     const std::string drawn = few.out.substr(first, few.out.find("\n---\n") - first);
