@@ -273,10 +273,9 @@ def train(cfg, text, log=print, tokens=None):
     chars = sorted(set(text))
     stoi = {ch: i for i, ch in enumerate(chars)}
     if tokens is None:
-        data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
+        data, vocab_size = torch.tensor([stoi[c] for c in text], dtype=torch.long), len(chars)
     else:
-        data = torch.tensor(tokens[0], dtype=torch.long)
-        chars = range(tokens[1])
+        data, vocab_size = torch.tensor(tokens[0], dtype=torch.long), tokens[1]
     n = int(0.9 * len(data))
     train_data, val_data = data[:n], data[n:]
     B, T = cfg["batch_size"], cfg["block_size"]
@@ -300,7 +299,7 @@ def train(cfg, text, log=print, tokens=None):
         model.train()
         return out
 
-    model = make_model(cfg, len(chars))
+    model = make_model(cfg, vocab_size)
     log(f"{sum(p.numel() for p in model.parameters()) / 1e6:.6f} M parameters")
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg["lr"])
     step_losses, evals = [], []

@@ -108,21 +108,26 @@ Vocab Vocab::from_text(const std::string& text) {
 
 Vocab Vocab::from_chars(std::string chars) {
     Vocab v;
-    v.chars_ = std::move(chars);
-    for (size_t i = 0; i < v.chars_.size(); ++i) {
-        int& slot = v.index_[static_cast<unsigned char>(v.chars_[i])];
+    for (size_t i = 0; i < chars.size(); ++i) {
+        int& slot = v.index_[static_cast<unsigned char>(chars[i])];
         if (slot >= 0) throw std::invalid_argument("vocabulary has a repeated character");
         slot = static_cast<int>(i);
-        v.tokens_.emplace_back(1, v.chars_[i]);
+        v.tokens_.emplace_back(1, chars[i]);
     }
     return v;
+}
+
+std::string Vocab::chars() const {
+    std::string out;
+    for (const std::string& token : tokens_) out += token;
+    return out;
 }
 
 namespace {
 
 // The encode of --tokenizer `name`, and every id's bytes.
-std::shared_ptr<std::function<std::vector<int>(const std::string&)>> open_bpe(const std::string& name,
-                                                                              std::vector<std::string>* tokens) {
+std::function<std::vector<int>(const std::string&)> open_bpe(const std::string& name,
+                                                             std::vector<std::string>* tokens) {
     if (name == "chars" || name.rfind("chars:", 0) == 0)
         throw InputError("--tokenizer " + name + ": train_gpt's characters are the default (no --tokenizer)");
     try {
@@ -130,7 +135,7 @@ std::shared_ptr<std::function<std::vector<int>(const std::string&)>> open_bpe(co
         if (tokens) {
             for (int id = 0; id < t.vocab_size; ++id) tokens->push_back(t.decode_bytes({id}));
         }
-        return std::make_shared<std::function<std::vector<int>(const std::string&)>>(std::move(t.encode));
+        return t.encode;
     } catch (const std::exception& e) { // a missing or malformed file (TokenizerError, flags' read errors)
         throw InputError("--tokenizer " + name + ": " + e.what());
     }
@@ -157,7 +162,7 @@ std::vector<int64_t> Vocab::encode(const std::string& text) const {
     std::vector<int64_t> ids;
     if (!is_chars()) {
         if (!bpe_encode_) bpe_encode_ = open_bpe(tokenizer_, nullptr);
-        for (int id : (*bpe_encode_)(text)) ids.push_back(id);
+        for (int id : bpe_encode_(text)) ids.push_back(id);
         return ids;
     }
     ids.reserve(text.size());
@@ -185,7 +190,10 @@ std::string Vocab::decode(const Tensor& ids) const {
 
 std::vector<std::string> Vocab::pieces(const std::vector<int64_t>& ids) const {
     std::vector<std::string> out;
-    for (int64_t id : ids) out.push_back(decode(from_vector(std::vector<int64_t>{id})));
+    for (int64_t id : ids) {
+        if (id < 0 || id >= size()) throw std::invalid_argument("token id " + std::to_string(id) + " is out of range");
+        out.push_back(tokens_[static_cast<size_t>(id)]);
+    }
     return out;
 }
 

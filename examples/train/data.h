@@ -9,7 +9,6 @@
 #pragma once
 
 #include <functional>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -56,7 +55,7 @@ public:
     bool is_chars() const { return tokenizer_.empty(); }
     const std::string& tokenizer() const { return tokenizer_; } // "" for characters
     const char* unit() const { return is_chars() ? "characters" : "tokens"; }
-    const std::string& chars() const { return chars_; }                // characters only
+    std::string chars() const; // a character vocabulary's characters, in id order
     const std::vector<std::string>& tokens() const { return tokens_; } // id -> its bytes
     // Throws std::invalid_argument naming the first character not in the
     // vocabulary; InputError if a BPE tokenizer cannot be opened.
@@ -64,16 +63,15 @@ public:
     // Any shape of int64 ids. BPE tokens' bytes are joined, and a UTF-8
     // sequence they leave broken is replaced by U+FFFD (GPT-2's errors="replace").
     std::string decode(const ember::Tensor& ids) const;
-    // The text of each id, one string per position (attention maps' labels).
+    // The bytes of each id, one string per position (attention maps' labels).
     std::vector<std::string> pieces(const std::vector<int64_t>& ids) const;
 
 private:
     std::string tokenizer_;
-    std::string chars_;
     std::vector<std::string> tokens_;
-    std::vector<int> index_ = std::vector<int>(256, -1); // byte -> id, or -1
+    std::vector<int> index_ = std::vector<int>(256, -1); // characters: byte -> id, or -1
     // The BPE tokenizer's encode, opened by from_tokenizer or at the first encode.
-    mutable std::shared_ptr<std::function<std::vector<int>(const std::string&)>> bpe_encode_;
+    mutable std::function<std::vector<int>(const std::string&)> bpe_encode_;
 };
 
 struct Splits {

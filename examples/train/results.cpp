@@ -65,9 +65,9 @@ void draw_attention(nn::Module& model, const Vocab& vocab, const Options& o, con
     const std::vector<int64_t> ids = attention_prompt(o, vocab, default_prompt);
     model.eval();
     auto maps = attention_maps(model, from_vector(ids));
-    const std::string prompt = vocab.decode(from_vector(ids)), title = "attention of every head for \"" + prompt + "\"";
-    if (vocab.is_chars()) write_attention_svg(o.attention_map, prompt, maps, title);
-    else write_attention_svg(o.attention_map, vocab.pieces(ids), maps, title);
+    // One label per position: a character, or a BPE token's text.
+    write_attention_svg(o.attention_map, vocab.pieces(ids), maps,
+                        "attention of every head for \"" + vocab.decode(from_vector(ids)) + "\"");
 }
 
 } // namespace

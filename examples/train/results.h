@@ -16,8 +16,9 @@
 namespace train {
 
 // The prompt whose attention is drawn (o.prompt, else default_prompt), as
-// ids, cut to its last block_size characters (BPE: tokens). Throws InputError naming a character
-// the vocabulary lacks: start_session checks --prompt with it before training.
+// ids, cut to its last block_size characters (BPE: tokens). Throws
+// InputError naming a character the vocabulary lacks: start_session checks
+// --prompt with it before training.
 std::vector<int64_t> attention_prompt(const Options& o, const Vocab& vocab, const std::string& default_prompt);
 
 // step,loss,eval_train_loss,eval_val_loss: every step's loss, and the
