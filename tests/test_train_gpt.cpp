@@ -524,7 +524,9 @@ TEST_CASE("a run too large for the machine is refused before it allocates, with 
     // The issue's two reports: these hung or exhausted the machine.
     for (const char* args : {"--n-embd 100000", "--batch-size 100000000", "--block-size 100000000 --n-layer 1"}) {
         DYNAMIC_SECTION(args) {
-            CommandResult r = run(std::string(args) + " --out " + scratch_dir("huge"));
+            const std::string dir = scratch_dir("huge");
+            CommandResult r = run(std::string(args) + " --out " + dir);
+            fs::remove_all(dir);
             INFO(r.out);
             CHECK(r.status == 2);
             CHECK(r.out.find("this run needs about ") != std::string::npos);
