@@ -15,6 +15,9 @@
 #include "core/tensor/internal.h"
 
 #ifdef EMBER_MPI
+// Only MPI's C interface: Open MPI's deprecated C++ bindings, which mpi.h
+// would otherwise pull in, draw warnings from GCC (-Wcast-function-type).
+#define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
 
