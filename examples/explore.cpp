@@ -4,8 +4,8 @@
 // with a temperature slider, and the run's loss curve and a sample, every
 // number ember's (examples/train/explore.h). Any model train_gpt trains
 // that attends: the lecture's stages, gpt.py's classes, the fast model and
-// nanoGPT's. Docs: docs/explorer.md; tests: tests/explore_browser.py,
-// tests/test_train_gpt_files.cpp ("explore").
+// nanoGPT's. Docs: docs/explorer.md; tests: tests/explore_browser.py
+// (its errors and every model's page; the page in headless Chromium).
 //
 //   build/examples/explore --checkpoint FILE --prompt TEXT [--out FILE.html]
 //                          [--top-k N] [--layer L] [--weights-out FILE]

@@ -15,7 +15,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <map>
 #include <set>
 #include <stdexcept>
 

@@ -7,8 +7,8 @@
 // look_inside (model.h), written with the shortest digits that read back as
 // the same float. train_gpt writes it at the end of a run (out/explore.html),
 // the explore program for any checkpoint and prompt.
-// Tests: tests/explore_browser.py (in headless Chromium),
-// tests/test_train_gpt_files.cpp; docs: docs/explorer.md.
+// Tests: tests/explore_browser.py (the explore program, and the pages of
+// explore and train_gpt in headless Chromium); docs: docs/explorer.md.
 #pragma once
 
 #include <cstdint>
