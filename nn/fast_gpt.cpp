@@ -150,10 +150,13 @@ Tensor CausalSelfAttention::forward(const Tensor& x, KVCache& cache, size_t laye
     return merge_and_project(attend(q, k_all.narrow(2, 0, start + T), v_all.narrow(2, 0, start + T), start));
 }
 
-Tensor CausalSelfAttention::attention_weights(const Tensor& x) {
+Tensor CausalSelfAttention::attention_weights(const Tensor& x) { return inspect(x).weights; }
+
+AttentionInside CausalSelfAttention::inspect(const Tensor& x) {
     check_input(x, n_embd);
-    auto qkv = project_qkv(x);
-    return weights(qkv[0], qkv[1], 0).transpose(0, 1); // (NH,B,T,T) -> (B,NH,T,T)
+    auto [q, k, v] = project_qkv(x);
+    // (NH,B,...) -> (B,NH,...), nanoGPT's order, for the caller
+    return {q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), weights(q, k, 0).transpose(0, 1)};
 }
 
 // ---- MLP and Block ----------------------------------------------------------------------
@@ -283,6 +286,12 @@ Tensor GPT::generate(Tensor idx, int64_t max_new_tokens, double temperature, std
 }
 
 std::vector<Tensor> GPT::attention_weights(const Tensor& idx) {
+    std::vector<Tensor> weights;
+    for (const AttentionInside& layer : inspect_attention(idx)) weights.push_back(layer.weights);
+    return weights;
+}
+
+std::vector<AttentionInside> GPT::inspect_attention(const Tensor& idx) {
     check_tokens("fast::GPT", idx, Tensor(), config.block_size);
     // Eval mode for the run (no dropout), the caller's mode afterwards.
     struct EvalScope {
@@ -292,14 +301,14 @@ std::vector<Tensor> GPT::attention_weights(const Tensor& idx) {
         ~EvalScope() { m.train(was_training); }
     } eval_scope(*this);
     NoGradGuard no_grad;
-    std::vector<Tensor> weights;
+    std::vector<AttentionInside> layers;
     Tensor x = (*drop)((*wte)(idx) + (*wpe)(arange(idx.size(1))));
     for (size_t i = 0; i < h->size(); ++i) {
         auto block = h->at<Block>(i);
-        weights.push_back(block->attn->attention_weights((*block->ln_1)(x))); // (B,NH,T,T)
+        layers.push_back(block->attn->inspect((*block->ln_1)(x))); // q, k, v (B,NH,T,hs), weights (B,NH,T,T)
         x = (*block)(x);
     }
-    return weights;
+    return layers;
 }
 
 // ---- from the lecture's model -----------------------------------------------------------------

@@ -11,7 +11,7 @@
 // function of its own: FlashAttention (flash), a key/value cache for
 // generation (KVCache, generate), activation checkpointing
 // (checkpoint_blocks), and the attention weights of a prompt for pictures
-// (attention_weights). Data parallelism over MPI (nn/distributed.h) runs it
+// (attention_weights, inspect_attention). Data parallelism over MPI (nn/distributed.h) runs it
 // in train_gpt. Parameter names are GPT-2's (transformer.h.0.attn.c_attn.weight,
 // ...). GPTConfig::lecture(c) gives gpt.py's choices (ReLU, no bias in the
 // q/k/v projection, a biased and untied lm_head), and from_lecture()
@@ -60,6 +60,13 @@ struct GPTConfig {
     static GPTConfig lecture(const nn::GPTConfig& lecture);
 };
 
+// One layer's attention, looked inside (GPT::inspect_attention): each head's
+// queries, keys and values, (B,NH,T,hs), and its weights
+// softmax(q @ k^T / sqrt(hs), causal), (B,NH,T,T), by the unfused ops.
+struct AttentionInside {
+    Tensor q, k, v, weights;
+};
+
 // The keys and values the attention layers have computed so far, so that
 // generation runs each new position alone (docs/kv_cache.md). Made by
 // GPT::make_cache: k[l] and v[l] are layer l's, (NH,B,block_size,hs) (heads
@@ -82,6 +89,8 @@ public:
     // The attention weights of x (B,T,C) -> (B,NH,T,T), by the unfused ops
     // and without dropout: for pictures and inspection.
     Tensor attention_weights(const Tensor& x);
+    // The same with the queries, keys and values they came from.
+    AttentionInside inspect(const Tensor& x);
 
     const int64_t n_head, n_embd;
     const bool flash;
@@ -151,6 +160,9 @@ public:
     // Every layer's attention weights for idx (B,T): (B,NH,T,T) each, by
     // the unfused ops, in eval mode (no dropout), recording no graph.
     std::vector<Tensor> attention_weights(const Tensor& idx);
+    // The same run, each layer's q, k and v with its weights (the attention
+    // explorer's query view, examples/train/explore.h).
+    std::vector<AttentionInside> inspect_attention(const Tensor& idx);
 
     const GPTConfig config;
     std::shared_ptr<Module> transformer; // a ModuleDict: wte, wpe, drop, h, ln_f

@@ -289,6 +289,40 @@ TEST_CASE("the fast GPT's attention weights are the lecture's heads' weights", "
     for (auto& handle : handles) handle.remove();
 }
 
+TEST_CASE("the fast GPT's inspect_attention gives the lecture's heads' q, k and v", "[fast_gpt][lecture]") {
+    Pair p = converted(tiny_lecture(2), 12, true);
+    p.lecture->eval();
+    Tensor idx = randint(0, 20, {1, 7});
+    std::vector<nn::fast::AttentionInside> inside = p.fast->inspect_attention(idx);
+    REQUIRE(inside.size() == 2);
+    // The lecture's: each Head's query, key and value Linears give (B,T,hs), in that order of hooks.
+    std::vector<Tensor> q, k, v;
+    std::vector<nn::RemovableHandle> handles;
+    for (const auto& [name, module] : p.lecture->named_modules())
+        if (auto* head = dynamic_cast<nn::Head*>(module))
+            for (auto [linear, into] :
+                 {std::pair{head->query.get(), &q}, {head->key.get(), &k}, {head->value.get(), &v}})
+                handles.push_back(linear->register_forward_hook(
+                    [into](nn::Module&, const Tensor&, const Tensor& out) { into->push_back(out); }));
+    p.lecture->forward(idx);
+    for (auto& handle : handles) handle.remove();
+    REQUIRE(q.size() == 4);
+    for (size_t layer = 0; layer < 2; ++layer) {
+        const nn::fast::AttentionInside& in = inside[layer];
+        REQUIRE(in.q.shape() == Shape{1, 2, 7, 8});
+        REQUIRE(in.weights.shape() == Shape{1, 2, 7, 7});
+        for (int64_t h = 0; h < 2; ++h) {
+            const size_t i = layer * 2 + static_cast<size_t>(h);
+            const std::string where = "layer " + std::to_string(layer) + ", head " + std::to_string(h);
+            require_close(in.q[0][h], q[i][0], {1e-5, 1e-6}, "q of " + where);
+            require_close(in.k[0][h], k[i][0], {1e-5, 1e-6}, "k of " + where);
+            require_close(in.v[0][h], v[i][0], {1e-5, 1e-6}, "v of " + where);
+        }
+        // The weights are attention_weights', bit for bit: one computation.
+        require_equal(in.weights, p.fast->attention_weights(idx)[layer], "weights of layer " + std::to_string(layer));
+    }
+}
+
 TEST_CASE("the fast GPT and from_lecture refuse what they cannot take", "[fast_gpt][errors]") {
     CHECK_THROWS_WITH(nn::fast::GPT({.vocab_size = 20, .block_size = 8, .n_embd = 10, .n_head = 3, .n_layer = 1}),
                       Catch::Contains("[fast::GPT]") && Catch::Contains("n_embd=10") && Catch::Contains("n_head=3"));

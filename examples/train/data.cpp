@@ -166,11 +166,18 @@ std::vector<int64_t> Vocab::encode(const std::string& text) const {
         return ids;
     }
     ids.reserve(text.size());
-    for (char c : text) {
-        int id = index_[static_cast<unsigned char>(c)];
-        if (id < 0)
-            throw std::invalid_argument("character " + std::to_string(static_cast<int>(static_cast<unsigned char>(c))) +
-                                        " ('" + std::string(1, c) + "') is not in the vocabulary");
+    for (size_t i = 0; i < text.size(); ++i) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        int id = index_[byte];
+        if (id < 0) {
+            // A byte of a longer UTF-8 character is named with its character
+            // (a lone byte would print as a broken one).
+            const size_t n = (byte & 0xE0) == 0xC0 ? 2 : (byte & 0xF0) == 0xE0 ? 3 : (byte & 0xF8) == 0xF0 ? 4 : 1;
+            const std::string shown = n > 1 && i + n <= text.size() ? text.substr(i, n) : std::string(1, text[i]);
+            throw std::invalid_argument("character " + std::to_string(static_cast<int>(byte)) + " ('" + shown +
+                                        (n > 1 ? "', the first of its " + std::to_string(n) + " bytes" : "'") +
+                                        ") is not in the vocabulary");
+        }
         ids.push_back(id);
     }
     return ids;

@@ -219,43 +219,65 @@ std::vector<float> row_major(const Tensor& w) { // (T,T) -> floats
 
 } // namespace
 
-std::vector<std::vector<std::vector<float>>> attention_maps(nn::Module& model, const Tensor& ids) {
+Inside look_inside(nn::Module& model, const Tensor& ids) {
     model.eval();
     NoGradGuard no_grad;
     const Tensor prompt = ids.view({1, -1});
-    std::vector<std::vector<std::vector<float>>> maps;
+    Inside inside;
     if (auto* fast = dynamic_cast<nn::fast::GPT*>(&model)) {
-        for (const Tensor& w : fast->attention_weights(prompt)) { // (1,NH,T,T) per layer
-            maps.emplace_back();
-            for (int64_t h = 0; h < w.size(1); ++h) maps.back().push_back(row_major(w[0][h]));
-        }
-        return maps;
+        for (const nn::fast::AttentionInside& layer : fast->inspect_attention(prompt)) // (1,NH,T,*) each
+            inside.layers.push_back({layer.q[0], layer.k[0], layer.v[0], layer.weights[0]});
+        inside.logits = model(prompt)[0]; // (T,V)
+        return inside;
     }
-    // The lecture's heads. A head's dropout receives its weights (B,T,T):
-    // a hook there keeps them. Heads with the same parent module (one
-    // MultiHeadAttention's list) are one layer.
-    std::vector<std::pair<size_t, Tensor>> captured; // (layer, weights), in the heads' order
+    // The lecture's heads: a hook on each Head's key, query, value and
+    // dropout keeps their outputs, (1,T,hs) and (1,T,T).
+    struct Captured {
+        size_t layer;
+        Tensor q, k, v, weights;
+    };
+    std::vector<Captured> heads; // in the heads' order
     HookGuard hooks;
+    auto keep = [&heads, &hooks](nn::Module& module, size_t index, Tensor Captured::*slot) {
+        hooks.handles.push_back(module.register_forward_hook(
+            [&heads, index, slot](nn::Module&, const Tensor&, const Tensor& out) { heads[index].*slot = out[0]; }));
+    };
     std::string parent_of_last = "\x01";
     for (const auto& [name, module] : model.named_modules()) {
         auto* head = dynamic_cast<nn::Head*>(module);
         if (!head) continue;
         const size_t dot = name.rfind('.');
         const std::string parent = dot == std::string::npos ? "" : name.substr(0, dot);
-        const size_t layer = captured.empty() ? 0 : captured.back().first + (parent != parent_of_last);
+        const size_t layer = heads.empty() ? 0 : heads.back().layer + (parent != parent_of_last);
         parent_of_last = parent;
-        const size_t index = captured.size();
-        captured.emplace_back(layer, Tensor());
-        hooks.handles.push_back(
-            head->dropout->register_forward_hook([&captured, index](nn::Module&, const Tensor& weights, const Tensor&) {
-                captured[index].second = weights;
-            }));
+        heads.push_back({layer, {}, {}, {}, {}});
+        keep(*head->query, heads.size() - 1, &Captured::q);
+        keep(*head->key, heads.size() - 1, &Captured::k);
+        keep(*head->value, heads.size() - 1, &Captured::v);
+        // the dropout's input is the softmax's output: in eval mode, its output is the same tensor
+        keep(*head->dropout, heads.size() - 1, &Captured::weights);
     }
-    if (captured.empty()) return maps;
-    model(prompt);
-    for (const auto& [layer, weights] : captured) {
-        if (layer == maps.size()) maps.emplace_back();
-        maps.back().push_back(row_major(weights[0]));
+    inside.logits = model(prompt)[0]; // (T,V)
+    for (size_t first = 0; first < heads.size();) {
+        size_t end = first;
+        std::vector<Tensor> q, k, v, w;
+        for (; end < heads.size() && heads[end].layer == heads[first].layer; ++end) {
+            q.push_back(heads[end].q);
+            k.push_back(heads[end].k);
+            v.push_back(heads[end].v);
+            w.push_back(heads[end].weights);
+        }
+        inside.layers.push_back({stack(q, 0), stack(k, 0), stack(v, 0), stack(w, 0)}); // (NH,T,hs), (NH,T,T)
+        first = end;
+    }
+    return inside;
+}
+
+std::vector<std::vector<std::vector<float>>> attention_maps(nn::Module& model, const Tensor& ids) {
+    std::vector<std::vector<std::vector<float>>> maps;
+    for (const LayerInside& layer : look_inside(model, ids).layers) {
+        maps.emplace_back();
+        for (int64_t h = 0; h < layer.weights.size(0); ++h) maps.back().push_back(row_major(layer.weights[h]));
     }
     return maps;
 }

@@ -65,11 +65,30 @@ bool has_attention(const ModelConfig& config);
 // lecture's code does (the fast model: gpt.py's weights, converted).
 std::shared_ptr<ember::nn::Module> make_model(const ModelConfig& config);
 
-// Runs the model (in eval mode) on one sequence (1,T) and returns every
-// head's weights: maps[layer][head] is (T,T), row-major. The lecture's
-// models give them through forward hooks on each Head's dropout (whose input
-// is the softmax's output), the fast model by its attention_weights. Empty
-// for a model without attention.
+// One layer's attention seen from inside, as the model computed it for one
+// sequence: each head's queries, keys and values (NH,T,hs) and weights
+// (NH,T,T), row = query position, column = key position.
+struct LayerInside {
+    ember::Tensor q, k, v, weights;
+};
+
+// What the model computed for one sequence: every layer's attention, and the
+// logits (T,V) at each position.
+struct Inside {
+    std::vector<LayerInside> layers;
+    ember::Tensor logits;
+};
+
+// Runs the model (in eval mode, recording no graph) on one sequence ids
+// (T,) and keeps what it computed. The lecture's models give their
+// attention through forward hooks on each Head's key, query and value and
+// its dropout (whose input is the softmax's output); the fast model by its
+// inspect_attention. Heads with the same parent module (one
+// MultiHeadAttention's list) are one layer. No layers for a model without
+// attention.
+Inside look_inside(ember::nn::Module& model, const ember::Tensor& ids);
+
+// look_inside's weights, for pictures: maps[layer][head] is (T,T), row-major.
 std::vector<std::vector<std::vector<float>>> attention_maps(ember::nn::Module& model, const ember::Tensor& ids);
 
 } // namespace train

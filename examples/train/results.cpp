@@ -11,6 +11,7 @@
 
 #include "core/tensor/svg_text.h"
 #include "evaluate.h"
+#include "explore.h"
 #include "guard.h"
 #include "memory.h"
 #include "model.h"
@@ -115,8 +116,14 @@ void write_results(const Session& s, double final_train, double final_val, doubl
     if (has_attention(o.model)) {
         Options drawing = o;
         if (drawing.attention_map.empty()) drawing.attention_map = o.out_dir + "/attention.svg";
-        draw_attention(model, vocab, drawing, default_attention_prompt(vocab, s.data.val, o.model.block_size));
-        written += ", " + drawing.attention_map;
+        const std::string prompt = default_attention_prompt(vocab, s.data.val, o.model.block_size);
+        draw_attention(model, vocab, drawing, prompt);
+        // The same prompt in the attention explorer (explore.h), with the run's losses and sample.
+        RunState run = s.run;
+        run.evals.push_back({o.max_iters, final_train, final_val});
+        write_explore_page(o.out_dir + "/explore.html", model, run, attention_prompt(o, vocab, prompt),
+                           {.sample = text_sample, .source = "train_gpt, " + s.checkpoint});
+        written += ", " + drawing.attention_map + ", " + o.out_dir + "/explore.html";
     }
     if (!s.diagnostics_files.empty()) written += ", " + s.diagnostics_files;
     std::cout << "wrote " << written << "\n";

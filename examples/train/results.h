@@ -1,9 +1,9 @@
 // What a train_gpt run leaves behind after its loop: out/losses.csv, the loss
 // curve (loss.svg), sample.txt, the attention map (attention.svg, or
-// --attention-map), and the closing lines it prints (the sample, the files
-// written and the machine-readable final line), or the report of a run that
-// diverged; also --sample-only, which
-// prints a checkpoint's sample and draws its attention without training.
+// --attention-map), the attention explorer (explore.html), and the closing
+// lines it prints (the sample, the files written and the machine-readable
+// final line), or the report of a run that diverged; also --sample-only,
+// which prints a checkpoint's sample and draws its attention without training.
 // Tests: tests/test_train_gpt.cpp, tests/test_svg.cpp; docs: docs/training.md.
 #pragma once
 
@@ -26,8 +26,8 @@ std::vector<int64_t> attention_prompt(const Options& o, const Vocab& vocab, cons
 void write_losses_csv(const std::string& path, const RunState& run);
 
 // After the last step, the checkpoint and losses.csv: the loss curve with the
-// final evaluation, the sample, the attention map (every model but the bigram)
-// and the closing lines.
+// final evaluation, the sample, the attention map and the attention explorer
+// (every model with attention) and the closing lines.
 void write_results(const Session& s, double final_train, double final_val, double tokens_per_second);
 
 // After step `step` of a run that began at `first_step` gave a loss or a

@@ -114,7 +114,7 @@ std::vector<RunFile> checkpoint_files(const Options& o) {
 
 std::vector<RunFile> other_outputs(const Options& o) {
     std::vector<RunFile> files;
-    for (const char* name : {"losses.csv", "loss.svg", "sample.txt"})
+    for (const char* name : {"losses.csv", "loss.svg", "sample.txt", "explore.html"})
         files.push_back({o.out_dir + "/" + name, "--out's " + std::string(name)});
     files.push_back(o.attention_map.empty() ? RunFile{o.out_dir + "/attention.svg", "--out's attention.svg"}
                                             : RunFile{o.attention_map, "--attention-map"});
