@@ -161,13 +161,15 @@ bool tile_runs_here(internal::GemmTile tile) {
 }
 
 // A product with each of --tiles forced in turn: one warm-up call of each,
-// then `repeat` rounds of one timed call of each.
+// then `repeat` rounds of one timed call of each, each round starting with
+// the next tile (so that none always runs first, or always after another).
 void bench_product_tiles(const Options& o, const Product& p, const Tensor& a, const Tensor& b, double flops,
                          int repeat) {
     if constexpr (internal::kFastKernelsBuilt) {
         std::vector<std::vector<double>> runs(o.tiles.size());
         for (int round = -1; round < repeat; ++round)
-            for (size_t t = 0; t < o.tiles.size(); ++t) {
+            for (size_t i = 0; i < o.tiles.size(); ++i) {
+                const size_t t = (i + static_cast<size_t>(round + 1)) % o.tiles.size();
                 internal::GemmTileGuard forced(tile_named(o.tiles[t]));
                 const auto t0 = std::chrono::steady_clock::now();
                 Tensor c = matmul(a, b);
