@@ -4,6 +4,7 @@
 //   build/bench/ember_bench                      # everything
 //   build/bench/ember_bench --only train_small   # one entry (or a prefix: --only mm_)
 //   build/bench/ember_bench --threads 1 --repeat 3 --skip train_lecture
+//   build/bench/ember_bench --only mm_ --tiles avx2,portable   # two matrix tiles, interleaved
 //
 // Entries (the same names in bench/openblas_bench.c and bench/torch_bench.py,
 // so bench/compare.py can put the peers side by side):
@@ -27,6 +28,13 @@
 // Times are medians over --repeat runs after one warm-up; "best" is the
 // fastest run. A number alone says little on a shared machine: compare it
 // with a peer measured in the same run (bench/compare.py does).
+//
+// --tiles A,B,... (mm_ entries; fast kernels only) runs each product with
+// each of the named matrix tiles forced in turn (auto, avx2, avx512,
+// portable: core/kernels/gemm.h's GemmTile), one call of each per round, so
+// that a slow moment of a shared machine falls on all of them alike; each
+// gets its own line, with a "tile" field. Compare their ratio, not the
+// numbers.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -42,6 +50,9 @@
 
 #include <ember.h>
 
+#include "core/kernels/dispatch.h"
+#include "core/kernels/gemm.h"
+
 using namespace ember;
 
 namespace {
@@ -53,6 +64,7 @@ struct Options {
     int repeat = 0;       // 0: each entry's own default
     bool child = false;   // internal: this process runs one train entry for its peak memory
     bool unfused = false; // train and generate entries: the fast model without flash (GPTConfig::flash = false)
+    std::vector<std::string> tiles; // --tiles: the matrix tiles to run each product with, interleaved
 };
 
 struct Timing {
@@ -115,12 +127,61 @@ const std::vector<Attention> kAttention = {
 };
 
 void print_product(const std::string& name, const char* kind, int64_t batch, int64_t m, int64_t k, int64_t n,
-                   double flops, Timing t) {
-    std::printf("{\"name\":\"%s\",\"kind\":\"%s\",\"batch\":%lld,\"m\":%lld,\"k\":%lld,\"n\":%lld,\"threads\":%d,"
+                   double flops, Timing t, const std::string& tile = "") {
+    const std::string tile_field = tile.empty() ? "" : ",\"tile\":\"" + tile + "\"";
+    std::printf("{\"name\":\"%s\",\"kind\":\"%s\",\"batch\":%lld,\"m\":%lld,\"k\":%lld,\"n\":%lld,\"threads\":%d%s,"
                 "\"ms\":%.4f,\"ms_best\":%.4f,\"gflops\":%.2f,\"gflops_best\":%.2f}\n",
                 name.c_str(), kind, (long long)batch, (long long)m, (long long)k, (long long)n, get_num_threads(),
-                t.median_s * 1e3, t.best_s * 1e3, flops / t.median_s * 1e-9, flops / t.best_s * 1e-9);
+                tile_field.c_str(), t.median_s * 1e3, t.best_s * 1e3, flops / t.median_s * 1e-9,
+                flops / t.best_s * 1e-9);
     std::fflush(stdout);
+}
+
+// The matrix tile of a --tiles name, and whether this CPU runs it when forced.
+internal::GemmTile tile_named(const std::string& name) {
+    if (name == "avx2") return internal::GemmTile::kAvx2;
+    if (name == "avx512") return internal::GemmTile::kAvx512;
+    if (name == "portable") return internal::GemmTile::kPortable;
+    if (name == "auto") return internal::GemmTile::kAuto;
+    std::fprintf(stderr, "ember_bench: --tiles takes auto, avx2, avx512 and portable, not '%s'\n", name.c_str());
+    std::exit(2);
+}
+
+bool tile_runs_here(internal::GemmTile tile) {
+    if constexpr (internal::kFastKernelsBuilt) {
+        internal::GemmTileGuard forced(tile);
+        switch (tile) {
+        case internal::GemmTile::kAvx2: return internal::gemm_uses_avx2() && !internal::gemm_uses_avx512();
+        case internal::GemmTile::kAvx512: return internal::gemm_uses_avx512();
+        case internal::GemmTile::kPortable: return internal::gemm_uses_portable();
+        default: return true;
+        }
+    }
+    return false;
+}
+
+// A product with each of --tiles forced in turn: one warm-up call of each,
+// then `repeat` rounds of one timed call of each, each round starting with
+// the next tile (so that none always runs first, or always after another).
+void bench_product_tiles(const Options& o, const Product& p, const Tensor& a, const Tensor& b, double flops,
+                         int repeat) {
+    if constexpr (internal::kFastKernelsBuilt) {
+        std::vector<std::vector<double>> runs(o.tiles.size());
+        for (int round = -1; round < repeat; ++round)
+            for (size_t i = 0; i < o.tiles.size(); ++i) {
+                const size_t t = (i + static_cast<size_t>(round + 1)) % o.tiles.size();
+                internal::GemmTileGuard forced(tile_named(o.tiles[t]));
+                const auto t0 = std::chrono::steady_clock::now();
+                Tensor c = matmul(a, b);
+                const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (round >= 0) runs[t].push_back(s);
+            }
+        for (size_t t = 0; t < o.tiles.size(); ++t) {
+            std::sort(runs[t].begin(), runs[t].end());
+            print_product(p.name, "matmul", 1, p.m, p.k, p.n, flops, {runs[t][runs[t].size() / 2], runs[t].front()},
+                          o.tiles[t]);
+        }
+    }
 }
 
 void bench_product(const Options& o, const Product& p) {
@@ -129,6 +190,10 @@ void bench_product(const Options& o, const Product& p) {
     Tensor b = p.b_transposed ? randn({p.n, p.k}).t() : randn({p.k, p.n});
     double flops = 2.0 * p.m * p.k * p.n;
     int repeat = o.repeat ? o.repeat : std::clamp(static_cast<int>(2e10 / flops), 5, 200);
+    if (!o.tiles.empty()) {
+        bench_product_tiles(o, p, a, b, flops, repeat);
+        return;
+    }
     Timing t = time_it(repeat, [&] { Tensor c = matmul(a, b); });
     print_product(p.name, "matmul", 1, p.m, p.k, p.n, flops, t);
 }
@@ -346,7 +411,7 @@ bool selected(const Options& o, const std::string& name) {
 [[noreturn]] void usage(int status) {
     std::fprintf(status ? stderr : stdout,
                  "usage: ember_bench [--only NAME_OR_PREFIX] [--skip PREFIX] [--threads N] [--repeat N] [--unfused] "
-                 "[--list]\n"
+                 "[--tiles TILE,TILE] [--list]\n"
                  "Prints one JSON object per line; see the top of bench/ember_bench.cpp.\n");
     std::exit(status);
 }
@@ -378,7 +443,14 @@ int main(int argc, char** argv) {
         else if (arg == "--repeat") o.repeat = number();
         else if (arg == "--child") o.child = true;
         else if (arg == "--unfused") o.unfused = true;
-        else if (arg == "--list") list = true;
+        else if (arg == "--tiles") {
+            const std::string v = value();
+            for (size_t begin = 0; begin <= v.size();) { // A,B,C
+                const size_t end = std::min(v.find(',', begin), v.size());
+                o.tiles.push_back(v.substr(begin, end - begin));
+                begin = end + 1;
+            }
+        } else if (arg == "--list") list = true;
         else if (arg == "--help" || arg == "-h") usage(0);
         else {
             std::fprintf(stderr, "ember_bench: unknown argument '%s'\n", arg.c_str());
@@ -403,6 +475,15 @@ int main(int argc, char** argv) {
                      o.skip.c_str());
         return 2;
     }
+    if (!o.tiles.empty() && !internal::kFastKernelsBuilt) {
+        std::fprintf(stderr, "ember_bench: --tiles needs the fast kernels (this is a -Dkernels=reference build)\n");
+        return 2;
+    }
+    for (const std::string& tile : o.tiles)
+        if (!tile_runs_here(tile_named(tile))) {
+            std::fprintf(stderr, "ember_bench: this CPU does not run the %s tile\n", tile.c_str());
+            return 2;
+        }
     if (o.threads) set_num_threads(o.threads);
     manual_seed(0);
     for (const auto& p : kProducts)

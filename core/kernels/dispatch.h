@@ -70,10 +70,11 @@ private:
 namespace fast {
 
 // matmul and linear (kernels/gemm.cpp): c = a @ b, as gemm_plain
-// (core/ops/matmul.cpp) computes it. float64, and float32 on a CPU without
-// AVX2 and FMA: the same bits. float32 with them: each multiply-add fused
-// (rounded once), so the last bits differ; a few rows times a transposed B
-// sum in 16 lanes. Each element's sum never depends on the thread count.
+// (core/ops/matmul.cpp) computes it. float64, and float32 on an x86-64 CPU
+// without FMA: the same bits. float32 on a CPU with FMA (AVX2 or not, arm64):
+// each multiply-add fused (rounded once), so the last bits differ, the same
+// on every such CPU; a few rows times a transposed B sum in 16 lanes. Each
+// element's sum never depends on the thread count.
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate);
 

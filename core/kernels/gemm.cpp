@@ -1,9 +1,10 @@
 // The fast matrix products: fast::gemm (dispatch.h) picks, for each product,
 // the dot products of a Linear layer on a token, the AVX2 or AVX-512 tiles
-// (gemm_packed.cpp, gemm_avx2.cpp, gemm_avx512.cpp; which ones this CPU
-// runs: gemm_select.cpp), or the portable blocked kernel below. Each sums
-// every element of C in increasing k; the tiles fuse each multiply-add, so
-// their float32 results differ from gemm_plain's in the last bits.
+// (gemm_packed.cpp, gemm_avx2.cpp, gemm_avx512.cpp), the portable tile
+// (gemm_portable.cpp; which of them this CPU runs: gemm_select.cpp), or the
+// portable blocked kernel below. Each sums every element of C in increasing
+// k; the tiles fuse each multiply-add, so their float32 results differ from
+// gemm_plain's in the last bits, and equal each other's.
 // docs/matmul.md explains each kernel; tests: tests/test_kernels.cpp.
 #include "core/kernels/gemm.h"
 
@@ -157,6 +158,10 @@ void fast::gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<fl
             else gemm_packed_avx2(a, b, c, accumulate);
             return;
         }
+    }
+    if (gemm_uses_portable() && k > 0) {
+        gemm_packed_portable(a, b, c, accumulate);
+        return;
     }
     blocked(a, b, c, accumulate);
 }

@@ -11,9 +11,9 @@
 namespace ember::internal {
 
 // True where this build has the AVX2 and AVX-512 tiles: on x86-64,
-// meson.build compiles gemm_packed.cpp, gemm_avx2.cpp, gemm_avx512.cpp and
-// gemm_select.cpp, and defines EMBER_X86_TILES. Elsewhere the portable
-// kernel below runs every product.
+// meson.build compiles gemm_packed.cpp, gemm_avx2.cpp and gemm_avx512.cpp,
+// and defines EMBER_X86_TILES. The portable tile (gemm_portable.cpp) and
+// gemm_select.cpp are built on every CPU.
 #ifdef EMBER_X86_TILES
 inline constexpr bool kX86Tiles = true;
 #else
@@ -22,9 +22,12 @@ inline constexpr bool kX86Tiles = false;
 
 // ---- gemm_select.cpp: which kernels run -------------------------------------
 
-// True when this CPU (checked once, at run time) has AVX2 and FMA; AVX-512F.
+// True when this CPU (checked once, at run time) has AVX2 and FMA; AVX-512F;
+// AVX and FMA (what the portable tile is built for on x86-64). Always false
+// on other CPUs.
 bool cpu_has_avx2_fma();
 bool cpu_has_avx512f();
+bool cpu_has_avx_fma();
 
 // True when float32 products currently run on the AVX2 kernels (fast
 // kernels on, and a CPU with AVX2 and FMA); and when large ones run on the
@@ -33,13 +36,39 @@ bool cpu_has_avx512f();
 bool gemm_uses_avx2();
 bool gemm_uses_avx512();
 bool gemm_direct_uses_avx512();
+// True when float32 products currently run on the portable tile: fast
+// kernels on, and a CPU other than x86-64, or an x86-64 one with FMA but no
+// AVX2 (an x86-64 CPU without FMA keeps the blocked kernel below: a fused
+// multiply-add there is a library call).
+bool gemm_uses_portable();
+
+// The tile the float32 products run, chosen by the rules above (kAuto), or
+// forced, so that tests and benchmarks can run two of them in one process
+// (bench/ember_bench --tiles). A forced tile this CPU cannot run is not
+// run: the choice falls to the portable blocked kernel. Every tile gives
+// the same bits.
+enum class GemmTile { kAuto, kAvx2, kAvx512, kPortable };
+GemmTile forced_gemm_tile();
+void force_gemm_tile(GemmTile tile);
+
+// Forces a tile for a scope: { GemmTileGuard portable(GemmTile::kPortable); ... }
+class GemmTileGuard {
+public:
+    explicit GemmTileGuard(GemmTile tile) : previous_(forced_gemm_tile()) { force_gemm_tile(tile); }
+    ~GemmTileGuard() { force_gemm_tile(previous_); }
+    GemmTileGuard(const GemmTileGuard&) = delete;
+    GemmTileGuard& operator=(const GemmTileGuard&) = delete;
+
+private:
+    GemmTile previous_;
+};
 
 // ---- gemm.cpp -----------------------------------------------------------------
 
-// The portable kernel: cache-blocked C++ that the compiler vectorises for
-// baseline x86-64, with gemm_plain's bits (each element summed in increasing
-// k, rounding after every multiply and add). It runs float64 products, and
-// float32 ones on a CPU without AVX2.
+// The portable blocked kernel: cache-blocked C++ that the compiler
+// vectorises for baseline x86-64, with gemm_plain's bits (each element
+// summed in increasing k, rounding after every multiply and add). It runs
+// float64 products, and float32 ones on an x86-64 CPU without FMA.
 void gemm_blocked(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm_blocked(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate);
 

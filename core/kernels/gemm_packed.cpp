@@ -1,33 +1,13 @@
-// The packed SGEMM driver: blocking, packing and threads around a register
-// tile, the 6x16 AVX2 one (gemm_avx2.cpp) or the 14x32 AVX-512 one
-// (gemm_avx512.cpp), in the classic BLIS/GotoBLAS loop nest drawn below.
-// Every C element sums its k in the same order whatever the tile and the
-// thread count. docs/matmul.md explains it with a picture; tests/test_gemm.cpp.
+// The AVX2 and AVX-512 tiles in the packed SGEMM driver
+// (gemm_packed_driver.h, which draws the loop nest): the 6x16 AVX2 tile
+// (gemm_avx2.cpp) or the 14x32 AVX-512 one (gemm_avx512.cpp), and the
+// direct driver for small products around the same tiles. Both tiles give
+// the same bits. docs/matmul.md explains them; tests/test_gemm.cpp.
 #include <algorithm>
-#include <cstring>
-#include <new>
 
 #include "core/kernels/gemm_packed.h"
+#include "core/kernels/gemm_packed_driver.h"
 #include "core/loops/parallel.h"
-
-// The loop nest:
-//
-//   for each block of kNc columns of C (jc):
-//     for each block of kKc values of k (pc): 256 (AVX2), 512 (AVX-512)
-//       pack B[pc:+kc, jc:+nc] into panels of kNr columns    (threads share it, L3)
-//       in parallel, each thread a contiguous range of kMr-row panels of C
-//       (or of kNr-column panels, when C has few rows):
-//         for each block of kMc rows (ic) in that range:
-//           pack A[ic:+mc, pc:+kc] into panels of kMr rows      (per thread, L2)
-//           for each kNr-column panel (jr), for each kMr-row panel (ir):
-//             the micro-kernel: C[ir:+kMr, jr:+kNr] += Apanel @ Bpanel (registers)
-//
-// (kMr x kNr is 6 x 16 for AVX2, 14 x 32 for AVX-512.)
-//
-// Packing lays each panel out in exactly the order the micro-kernel reads
-// it, whatever the strides of A and B (a transposed operand costs one copy
-// of each block), and pads the last panels with zeros so the kernel never
-// branches. Threads own disjoint tiles of C.
 
 namespace ember::internal {
 
@@ -47,6 +27,10 @@ struct Avx2Tile {
     }
     static void pack_b_panel_transposed(MatrixRef<const float> b, int64_t p0, int64_t kc, int64_t j0, float* out) {
         pack_b_panel_transposed_avx2(b, p0, kc, j0, out, kNr);
+    }
+    static constexpr bool kThinEdges = true;
+    static void edge_columns(MatrixRef<const float> a, const float* b, int64_t brs, MatrixRef<float> c, bool add) {
+        edge_columns_avx2(a, b, brs, c, add);
     }
 };
 
@@ -68,179 +52,11 @@ struct Avx512Tile {
         pack_b_panel_transposed_avx2(b, p0, kc, j0, out, kNr);
         pack_b_panel_transposed_avx2(b, p0, kc, j0 + 16, out + 16, kNr);
     }
+    static constexpr bool kThinEdges = true;
+    static void edge_columns(MatrixRef<const float> a, const float* b, int64_t brs, MatrixRef<float> c, bool add) {
+        edge_columns_avx2(a, b, brs, c, add);
+    }
 };
-
-constexpr int64_t kNc = 4096;         // columns of B per packed block: kKc x 4096 floats = 4 or 8 MB (L3)
-constexpr int64_t kInPlacePanels = 8; // at most this many panels of B: read A in place (block_rows)
-constexpr int64_t kKcInPlace = 256;   // the depth of a block when A is read in place, with either tile
-
-// A 64-byte-aligned scratch buffer that grows as needed and is reused, so
-// the hot loop allocates nothing once warm. One per thread (thread_local).
-class Scratch {
-public:
-    float* get(size_t floats) {
-        if (floats > size_) {
-            ::operator delete (data_, std::align_val_t{64});
-            data_ = static_cast<float*>(::operator new (floats * sizeof(float), std::align_val_t{64}));
-            size_ = floats;
-        }
-        return data_;
-    }
-    ~Scratch() { ::operator delete (data_, std::align_val_t{64}); }
-
-private:
-    float* data_ = nullptr;
-    size_t size_ = 0;
-};
-
-// Panels [panel_begin, panel_end) of B[pc:pc+kc, jc:jc+nc] cut into panels
-// of kNr columns: out[panel*kc*kNr + p*kNr + j].
-template <class Tile>
-void pack_b(MatrixRef<const float> b, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t panel_begin,
-            int64_t panel_end, float* out) {
-    constexpr int64_t kNr = Tile::kNr;
-    for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
-        const int64_t j0 = jc + panel * kNr, cols = std::min(kNr, nc - panel * kNr);
-        float* dst = out + panel * kc * kNr;
-        if (b.row_stride == 1 && b.col_stride != 1 && cols == kNr) {
-            Tile::pack_b_panel_transposed(b, pc, kc, j0, dst);
-            continue;
-        }
-        for (int64_t p = 0; p < kc; ++p) {
-            const float* src = &b.at(pc + p, j0);
-            if (b.col_stride == 1 && cols == kNr) {
-                std::memcpy(dst + p * kNr, src, kNr * sizeof(float));
-            } else {
-                for (int64_t j = 0; j < cols; ++j) dst[p * kNr + j] = src[j * b.col_stride];
-                for (int64_t j = cols; j < kNr; ++j) dst[p * kNr + j] = 0.0f;
-            }
-        }
-    }
-}
-
-// A[ic:ic+mc, pc:pc+kc] as panels of kMr rows: out[panel*kc*kMr + p*kMr + i].
-template <class Tile>
-void pack_a(MatrixRef<const float> a, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float* out) {
-    constexpr int64_t kMr = Tile::kMr;
-    for (int64_t panel = 0; panel * kMr < mc; ++panel) {
-        const int64_t i0 = ic + panel * kMr, rows = std::min(kMr, mc - panel * kMr);
-        float* dst = out + panel * kc * kMr;
-        if (rows == kMr && (a.col_stride == 1 || a.row_stride == 1)) {
-            Tile::pack_a_panel(a, i0, pc, kc, dst);
-            continue;
-        }
-        for (int64_t p = 0; p < kc; ++p) {
-            for (int64_t i = 0; i < rows; ++i) dst[p * kMr + i] = a.at(i0 + i, pc + p);
-            for (int64_t i = rows; i < kMr; ++i) dst[p * kMr + i] = 0.0f;
-        }
-    }
-}
-
-// One tile of C, row i of A at a[i] (elements acs apart). Full tiles of a
-// row-major C go straight to the kernel; edge tiles (and strided C) go
-// through a local tile, of which only the valid part is read and written back.
-template <class Tile>
-void tile(int64_t kc, const float* const a[Tile::kMr], int64_t acs, const float* bp, MatrixRef<float> c, int64_t i0,
-          int64_t j0, int64_t rows, int64_t cols, bool add) {
-    constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr;
-    if (rows == kMr && cols == kNr && c.col_stride == 1) {
-        Tile::kernel(kc, a, acs, bp, &c.at(i0, j0), c.row_stride, add);
-        return;
-    }
-    alignas(64) float local[kMr * kNr] = {};
-    if (add)
-        for (int64_t i = 0; i < rows; ++i)
-            for (int64_t j = 0; j < cols; ++j) local[i * kNr + j] = c.at(i0 + i, j0 + j);
-    Tile::kernel(kc, a, acs, bp, local, kNr, add);
-    for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) c.at(i0 + i, j0 + j) = local[i * kNr + j];
-}
-
-// C's rows [kMr rp_begin, kMr rp_end) and kNr-column panels [jp_begin,
-// jp_end) of one (jc, pc) block, B's block packed at bp. A is packed kMc
-// rows at a time into this thread's scratch; then for each panel of B (in
-// L1) the kernel runs down the packed rows (in L2).
-//
-// Packing A pays when the kernel reads each packed row many times, once per
-// panel of B. With kInPlacePanels panels or fewer (C at most 128 or 256
-// columns wide, such as lm_head's 65) the copy costs more than it saves,
-// and the kernel reads A where it lies instead, provided its rows or its
-// columns are contiguous.
-template <class Tile>
-void block_rows(MatrixRef<const float> a, MatrixRef<float> c, const float* bp, int64_t pc, int64_t kc, int64_t jc,
-                int64_t nc, int64_t rp_begin, int64_t rp_end, int64_t jp_begin, int64_t jp_end, bool add) {
-    constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr, kMc = Tile::kMc;
-    static thread_local Scratch a_scratch;
-    const bool in_place = (a.col_stride == 1 || a.row_stride == 1) && jp_end - jp_begin <= kInPlacePanels;
-    float* ap = in_place ? nullptr : a_scratch.get(static_cast<size_t>(kMc * kc));
-    const int64_t row_end = std::min(c.rows, rp_end * kMr);
-    for (int64_t ic = rp_begin * kMr; ic < row_end; ic += kMc) {
-        const int64_t mc = std::min(kMc, row_end - ic);
-        if (!in_place) pack_a<Tile>(a, ic, mc, pc, kc, ap);
-        for (int64_t jp = jp_begin; jp < jp_end; ++jp) {
-            const int64_t j0 = jp * kNr, cols = std::min(kNr, nc - j0);
-            if (in_place && cols <= kEdgeCols) {
-                edge_columns_avx2({&a.at(ic, pc), mc, kc, a.row_stride, a.col_stride}, bp + jp * kc * kNr, kNr,
-                                  {&c.at(ic, jc + j0), mc, cols, c.row_stride, c.col_stride}, add);
-                continue;
-            }
-            for (int64_t ip = 0; ip * kMr < mc; ++ip) {
-                const int64_t rows = std::min(kMr, mc - ip * kMr);
-                const float* arow[kMr];
-                int64_t acs = kMr;
-                if (in_place) {
-                    clamped_rows<kMr>(a, ic + ip * kMr, rows, pc, arow);
-                    acs = a.col_stride;
-                } else {
-                    for (int64_t r = 0; r < kMr; ++r) arow[r] = ap + ip * kc * kMr + r;
-                }
-                tile<Tile>(kc, arow, acs, bp + jp * kc * kNr, c, ic + ip * kMr, jc + j0, rows, cols, add);
-            }
-        }
-    }
-}
-
-template <class Tile>
-void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
-    constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr;
-    const int64_t m = c.rows, n = c.cols, k = a.cols;
-    const int64_t row_panels = (m + kMr - 1) / kMr;
-    const int64_t threads = get_num_threads();
-    static thread_local Scratch b_scratch;
-    for (int64_t jc = 0; jc < n; jc += kNc) {
-        const int64_t nc = std::min(kNc, n - jc);
-        const int64_t n_panels = (nc + kNr - 1) / kNr;
-        // block_rows reads A in place under the same rule (per thread's share
-        // of panels, which is never wider than n_panels).
-        const bool a_in_place = (a.col_stride == 1 || a.row_stride == 1) && n_panels <= kInPlacePanels;
-        const int64_t kc_block = a_in_place ? kKcInPlace : Tile::kKc;
-        for (int64_t pc = 0; pc < k; pc += kc_block) {
-            const int64_t kc = std::min(kc_block, k - pc);
-            float* bp = b_scratch.get(static_cast<size_t>(n_panels * kc * kNr));
-            // Threads pack B's panels side by side (a panel is a kc x kNr copy).
-            parallel_for(0, n_panels, grain_for(kc * kNr, kGemmParallelWork / 8),
-                         [&](int64_t begin, int64_t end) { pack_b<Tile>(b, pc, kc, jc, nc, begin, end, bp); });
-            // The first k block starts C from zero (or from C when
-            // accumulating); later blocks add to what earlier ones left.
-            const bool add = accumulate || pc > 0;
-            // Threads split C's rows in whole panels of kMr rows,
-            // ceil(panels / threads) each. A product with fewer than four row
-            // panels per thread splits its column panels instead, so that no
-            // thread sits idle for want of rows.
-            if (row_panels >= 4 * threads) {
-                const int64_t grain = grain_for(kMr * kc * nc, kGemmParallelWork);
-                parallel_for(0, row_panels, grain, [&](int64_t begin, int64_t end) {
-                    block_rows<Tile>(a, c, bp, pc, kc, jc, nc, begin, end, 0, n_panels, add);
-                });
-            } else {
-                const int64_t grain = grain_for(m * kc * kNr, kGemmParallelWork);
-                parallel_for(0, n_panels, grain, [&](int64_t begin, int64_t end) {
-                    block_rows<Tile>(a, c, bp, pc, kc, jc, nc, 0, row_panels, begin, end, add);
-                });
-            }
-        }
-    }
-}
 
 } // namespace
 

@@ -1,6 +1,7 @@
-// Private to the gemm files: the packed SGEMM driver (gemm_packed.cpp) and
-// its micro-kernels in AVX2 (gemm_avx2.cpp) and AVX-512 (gemm_avx512.cpp).
-// gemm.cpp decides when to call them. Tests: tests/test_gemm.cpp.
+// Private to the gemm files: the packed SGEMM driver (gemm_packed_driver.h)
+// and its micro-kernels in AVX2 (gemm_avx2.cpp), AVX-512 (gemm_avx512.cpp)
+// and portable vector extensions (gemm_portable.cpp). gemm.cpp decides when
+// to call them. Tests: tests/test_gemm.cpp, tests/test_gemm_portable.cpp.
 #pragma once
 
 #include <cstdint>
@@ -72,5 +73,10 @@ void gemm_direct_avx512(MatrixRef<const float> a, MatrixRef<const float> b, Matr
 // the 14x32 AVX-512 one. Both give the same bits.
 void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm_packed_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+// The same with the portable tile (gemm_portable.cpp; 8 x 12 on arm64, 6 x
+// 16 on x86-64): the same bits as the scalar loop c = std::fma(a_ip, b_pj,
+// c) in increasing p, and as the tiles above. Built on every CPU; on x86-64
+// for AVX and FMA, so call it there only where cpu_has_avx_fma().
+void gemm_packed_portable(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 
 } // namespace ember::internal

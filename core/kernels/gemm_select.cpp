@@ -1,10 +1,12 @@
 // Which kernels the float32 products run: the AVX2 tiles on a CPU with AVX2
 // and FMA, and the AVX-512 ones on a CPU with AVX-512F where they measure
-// faster than the AVX2 ones in this process. The rule and the measurement
-// are here; what it picked on which CPUs, and the timings, are in
-// docs/matmul.md ("When they run"). Every choice gives the same bits.
-// Tests: tests/test_kernels.cpp (the tiles against each other).
+// faster than the AVX2 ones in this process; the portable tile on every
+// other CPU with FMA (any arm64 one). The rule and the measurement are here;
+// what it picked on which CPUs, and the timings, are in docs/matmul.md
+// ("When they run"). Every choice gives the same bits. Tests:
+// tests/test_gemm.cpp, tests/test_gemm_portable.cpp (the tiles against each other).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <vector>
 
@@ -46,32 +48,81 @@ bool measured_faster(Kernel avx512, Kernel avx2, int64_t m, int64_t n, int64_t k
 
 } // namespace
 
+// The CPU checks exist only on x86-64 (__builtin_cpu_supports names x86
+// features); elsewhere none of these sets is there.
+#ifdef EMBER_X86_TILES
 bool cpu_has_avx2_fma() {
     static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     return has;
 }
-
 bool cpu_has_avx512f() {
     static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
     return has;
 }
+bool cpu_has_avx_fma() {
+    static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("fma");
+    return has;
+}
+#else
+bool cpu_has_avx2_fma() { return false; }
+bool cpu_has_avx512f() { return false; }
+bool cpu_has_avx_fma() { return false; }
+#endif
 
-bool gemm_uses_avx2() { return use_fast_kernels() && cpu_has_avx2_fma(); }
+namespace {
+
+// The forced tile (GemmTile::kAuto: none), like the fast kernels' switch a
+// process-wide setting, for tests and benchmarks (GemmTileGuard).
+std::atomic<GemmTile> forced{GemmTile::kAuto};
+
+} // namespace
+
+GemmTile forced_gemm_tile() { return forced.load(std::memory_order_relaxed); }
+void force_gemm_tile(GemmTile tile) { forced.store(tile, std::memory_order_relaxed); }
+
+bool gemm_uses_avx2() { return use_fast_kernels() && cpu_has_avx2_fma() && forced_gemm_tile() != GemmTile::kPortable; }
 
 // The rule for the AVX-512 kernels: a CPU with AVX-512F runs them only where
 // they measure faster than the AVX2 ones, once per process for each driver,
 // on a product the size of those it serves: the packed one on 168 x 512 x
-// 256, the direct one on 96 x 64 x 64.
+// 256, the direct one on 96 x 64 x 64. `faster` makes (once) and keeps that
+// measurement. A forced tile overrides it.
+template <class Faster>
+bool avx512_runs(const Faster& faster) {
+    if (!gemm_uses_avx2() || !cpu_has_avx512f() || forced_gemm_tile() == GemmTile::kAvx2) return false;
+    return forced_gemm_tile() == GemmTile::kAvx512 || faster();
+}
+
 bool gemm_uses_avx512() {
-    if (!gemm_uses_avx2() || !cpu_has_avx512f()) return false;
-    static const bool faster = measured_faster(gemm_packed_avx512, gemm_packed_avx2, 168, 512, 256, 3);
-    return faster;
+    if constexpr (kX86Tiles) {
+        return avx512_runs([] {
+            static const bool faster = measured_faster(gemm_packed_avx512, gemm_packed_avx2, 168, 512, 256, 3);
+            return faster;
+        });
+    }
+    return false;
 }
 
 bool gemm_direct_uses_avx512() {
-    if (!gemm_uses_avx2() || !cpu_has_avx512f()) return false;
-    static const bool faster = measured_faster(gemm_direct_avx512, gemm_direct_avx2, 96, 64, 64, 8);
-    return faster;
+    if constexpr (kX86Tiles) {
+        return avx512_runs([] {
+            static const bool faster = measured_faster(gemm_direct_avx512, gemm_direct_avx2, 96, 64, 64, 8);
+            return faster;
+        });
+    }
+    return false;
+}
+
+// On x86-64 the portable tile is built for AVX and FMA: it runs on a CPU
+// with both but without AVX2 (AMD's Piledriver and Steamroller), or where
+// forced. Elsewhere it is the fast path.
+bool gemm_uses_portable() {
+    if (!use_fast_kernels()) return false;
+    if constexpr (kX86Tiles) {
+        const GemmTile tile = forced_gemm_tile();
+        return cpu_has_avx_fma() && (tile == GemmTile::kPortable || (tile == GemmTile::kAuto && !cpu_has_avx2_fma()));
+    }
+    return true;
 }
 
 } // namespace ember::internal
