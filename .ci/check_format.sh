@@ -2,7 +2,7 @@
 # Checks that every C and C++ file of the repository (git ls-files '*.h'
 # '*.cpp' '*.c', plus new files git does not ignore) is laid out as
 # .clang-format says. Lists each file clang-format would change, with the
-# number of lines it would change, then a count; exits 1 if there is any, 2
+# number of places it would change, then a count; exits 1 if there is any, 2
 # if clang-format is missing.
 #   .ci/check_format.sh            # check
 #   .ci/check_format.sh --diff     # and show what clang-format would change
@@ -27,29 +27,23 @@ if [ ! -f .clang-format ]; then
 fi
 echo "check_format: $("$clang_format" --version)"
 
-# One line per file that clang-format would change: "path: N lines".
-check_one() {
-  local f=$1 n
-  n=$("$clang_format" --style=file "$f" | diff "$f" - | grep -c '^[<>]')
-  if [ "$n" -gt 0 ]; then
-    echo "$f: $n lines would change"
-    [ "$show_diff" -eq 1 ] && "$clang_format" --style=file "$f" | diff -u --label "$f" --label "$f (formatted)" "$f" -
-  fi
-  return 0
-}
-export -f check_one
-export clang_format show_diff
-
 mapfile -d '' files < <(git ls-files -z --cached --others --exclude-standard -- '*.h' '*.cpp' '*.c' | sort -zu)
 existing=()
 for f in "${files[@]}"; do [ -f "$f" ] && existing+=("$f"); done
-report=$(printf '%s\0' "${existing[@]}" | xargs -0 -r -n 1 -P "$(nproc)" bash -c 'check_one "$1"' _)
+# clang-format --dry-run reports each place it would change as
+# "FILE:LINE:COL: warning: code should be clang-formatted"; 100 files per
+# clang-format, one per core. One line per file it would change: "path: N places".
+report=$(printf '%s\0' "${existing[@]}" |
+  xargs -0 -r -n 100 -P "$(nproc)" "$clang_format" --style=file --dry-run 2>&1 |
+  sed -nE 's/^(.*):[0-9]+:[0-9]+: (warning|error): code should be clang-formatted.*/\1/p' |
+  sort | uniq -c | awk '{ n = $1; $1 = ""; sub(/^ /, ""); print $0 ": " n " places would change" }')
 if [ "$show_diff" -eq 1 ]; then
-  printf '%s\n' "$report"
-else
-  printf '%s\n' "$report" | grep -E '^[^ ].*: [0-9]+ lines would change$' | sort
+  for f in $(printf '%s\n' "$report" | sed -nE 's/: [0-9]+ places would change$//p'); do
+    "$clang_format" --style=file "$f" | diff -u --label "$f" --label "$f (formatted)" "$f" -
+  done
 fi
-bad=$(printf '%s\n' "$report" | grep -cE '^[^ ].*: [0-9]+ lines would change$')
+[ -n "$report" ] && printf '%s\n' "$report"
+bad=$(printf '%s\n' "$report" | grep -cE ': [0-9]+ places would change$')
 if [ "$bad" -gt 0 ]; then
   echo "check_format: $bad of ${#existing[@]} files are not formatted (clang-format -i FILE fixes one; --diff shows the changes)"
   exit 1
