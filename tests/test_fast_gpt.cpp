@@ -300,10 +300,11 @@ TEST_CASE("the fast GPT's inspect_attention gives the lecture's heads' q, k and 
     std::vector<nn::RemovableHandle> handles;
     for (const auto& [name, module] : p.lecture->named_modules())
         if (auto* head = dynamic_cast<nn::Head*>(module))
-            for (auto [linear, into] :
+            for (auto [linear, list] :
                  {std::pair{head->query.get(), &q}, {head->key.get(), &k}, {head->value.get(), &v}})
+                // (clang 14 cannot capture a structured binding: a copy of it.)
                 handles.push_back(linear->register_forward_hook(
-                    [into](nn::Module&, const Tensor&, const Tensor& out) { into->push_back(out); }));
+                    [into = list](nn::Module&, const Tensor&, const Tensor& out) { into->push_back(out); }));
     p.lecture->forward(idx);
     for (auto& handle : handles) handle.remove();
     REQUIRE(q.size() == 4);
