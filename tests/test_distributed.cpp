@@ -54,14 +54,15 @@ bool skip_without_mpi() {
 }
 #endif
 
-std::string scratch_dir(const std::string& name) {
+// The helpers below serve the mpirun cases only (none without MPI).
+[[maybe_unused]] std::string scratch_dir(const std::string& name) {
     fs::path dir = fs::temp_directory_path() / ("ember_distributed_" + name + "_" + std::to_string(getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
     return dir.string();
 }
 
-std::string read_file(const std::string& path) {
+[[maybe_unused]] std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream s;
     s << in.rdbuf();
@@ -69,7 +70,7 @@ std::string read_file(const std::string& path) {
 }
 
 // The model's parameters in a train_gpt checkpoint (keys "model.*").
-std::vector<std::pair<std::string, Tensor>> model_parameters(const std::string& checkpoint) {
+[[maybe_unused]] std::vector<std::pair<std::string, Tensor>> model_parameters(const std::string& checkpoint) {
     std::vector<std::pair<std::string, Tensor>> params;
     for (const auto& [name, t] : nn::load_safetensors(checkpoint))
         if (name.rfind("model.", 0) == 0 && t.dtype() == kFloat32) params.emplace_back(name, t);

@@ -25,7 +25,7 @@ Tensor block(size_t bytes) { return empty({static_cast<int64_t>(bytes / sizeof(f
 // AddressSanitizer aborts on an allocation larger than it supports unless
 // told to return null, which is what ember's allocator checks for (the
 // sanitizer build runs this file too).
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(EMBER_ASAN)
 extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
 #endif
 

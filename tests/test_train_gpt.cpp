@@ -538,7 +538,7 @@ TEST_CASE("a run too large for the machine is refused before it allocates, with 
 
 // AddressSanitizer reserves terabytes of address space at start, so a
 // process under `ulimit -v` cannot even start in the sanitizer build.
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(EMBER_ASAN)
 TEST_CASE("memory the machine will not give is an out-of-memory message, not a crash", "[train_gpt][memory]") {
     // ulimit -v caps the address space at 300 MB while MemAvailable, which
     // the estimate reads, stays large: the estimate (over 3 GB for this

@@ -381,7 +381,7 @@ TEST_CASE("hostile input files are refused for what they are, before being read"
         {"--resume " + dir + "/missing", "No such file or directory"},
         {"--sample-only " + huge, "the header does not start with '{'"},
     };
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(EMBER_ASAN)
     const std::string limit = "";
 #else
     const std::string limit = "ulimit -v 2000000 && ";

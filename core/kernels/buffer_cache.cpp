@@ -14,7 +14,7 @@
 
 #include "core/kernels/dispatch.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(EMBER_ASAN)
 #include <sanitizer/asan_interface.h>
 #define EMBER_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define EMBER_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
@@ -190,7 +190,7 @@ private:
     // they go through operator new, which it checks. Null on failure: the
     // nothrow form (AddressSanitizer's throwing one aborts instead).
     static void* allocate(size_t bytes) {
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(EMBER_ASAN)
         if (bytes >= kMinCached) {
             void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             return p == MAP_FAILED ? nullptr : p; // page-aligned, so 64-byte aligned
@@ -198,8 +198,8 @@ private:
 #endif
         return ::operator new(bytes, kAlignment, std::nothrow);
     }
-    static void deallocate(void* p, size_t bytes) {
-#if !defined(__SANITIZE_ADDRESS__)
+    static void deallocate(void* p, [[maybe_unused]] size_t bytes) {
+#if !defined(EMBER_ASAN)
         if (bytes >= kMinCached) {
             munmap(p, bytes);
             return;

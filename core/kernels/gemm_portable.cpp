@@ -70,10 +70,13 @@ inline Vec broadcast(float x) {
 // so `a * b + c` is a multiply and an add, two roundings, and no compiler
 // may fuse them; the fma must be asked for:
 //   * clang 17 and later: __builtin_elementwise_fma, an fma by definition;
-//   * older clang: `a * b + c` under `#pragma clang fp contract(fast)`, which
-//     allows fusing in this one block (the backend then fuses, as there is
-//     an FMA instruction; clang 14's vectoriser makes poor arm64 code of the
-//     form below, splitting each vector in two halves);
+//   * older clang, optimising: `a * b + c` under `#pragma clang fp
+//     contract(fast)`, which allows fusing in this one block (the backend
+//     then fuses, as there is an FMA instruction; clang 14's vectoriser
+//     makes poor arm64 code of the form below, splitting each vector in two
+//     halves). Unoptimised (-O0) clang 14 does not fuse it: a multiply and
+//     an add, which tests/test_gemm_portable.cpp caught in the sanitizer
+//     build; so there it takes the next form;
 //   * GCC, which has no vector fma builtin: std::fma lane by lane, which its
 //     vectoriser turns into one vector FMA when the target has one.
 // docs/matmul.md shows the assembly: one vfmadd231ps (x86-64) or fmla
@@ -83,7 +86,7 @@ inline Vec broadcast(float x) {
 inline Vec fused_multiply_add(Vec a, Vec b, Vec c) {
 #if defined(__clang__) && __has_builtin(__builtin_elementwise_fma)
     return __builtin_elementwise_fma(a, b, c);
-#elif defined(__clang__)
+#elif defined(__clang__) && defined(__OPTIMIZE__)
 #pragma clang fp contract(fast)
     return a * b + c;
 #else
