@@ -1,8 +1,8 @@
 // The buffer cache behind Storage when the fast kernels are built
 // (core/kernels/buffer_cache.cpp): released buffers come back for a request
 // of the same size class (whole pages from 256 KiB, four classes per
-// doubling below), and the cache never holds the process above the most
-// memory its tensors ever used at once. Built only with the fast kernels
+// doubling below), and the cache never holds the process above 1.5 times
+// the most memory its tensors ever used at once. Built only with the fast kernels
 // (a reference build has no cache: tests/meson.build).
 #include <catch2/catch.hpp>
 
@@ -87,35 +87,64 @@ TEST_CASE("a buffer is at most a quarter larger than asked below 256 KiB, whole 
     empty_cache();
 }
 
-TEST_CASE("fresh memory first releases the oldest kept buffers, down to the high-water mark", "[storage]") {
-    empty_cache();
-    const size_t live = memory_stats().allocated; // tensors other tests keep in statics
-    // Two buffers larger than anything earlier: with what lives, the new peak.
-    const size_t unit = (memory_stats().peak_allocated / kPage + 256) * kPage;
+TEST_CASE("fresh memory first releases the oldest kept buffers, down to 1.5 times the high-water mark", "[storage]") {
+    reset_peak_memory_stats(); // the peak is what lives now (tensors other tests keep in statics)
+    const size_t live = memory_stats().allocated;
+    // Two buffers larger than anything living: with what lives, the new peak.
+    const size_t unit = (live / kPage + 256) * kPage;
     Tensor a = block(unit), b = block(unit);
-    REQUIRE(memory_stats().peak_allocated == live + 2 * unit);
+    const size_t peak = live + 2 * unit;
+    REQUIRE(memory_stats().peak_allocated == peak);
     const void* kept = address(b);
     a = Tensor(); // released first: the oldest
     b = Tensor();
     REQUIRE(memory_stats().cached == 2 * unit);
+    // What a request may take beside both kept buffers: live + kept + it
+    // stays within 1.5 times the peak (unit + live / 2, in whole pages).
+    const size_t room = (peak + peak / 2 - live - 2 * unit) / kPage * kPage;
 
-    // A new size: 2 units kept + half a unit asked would pass the peak, so
-    // the oldest (a's) goes back to the system and b's stays.
-    Tensor c = block(unit / 2 / kPage * kPage);
-    CHECK(memory_stats().cached == unit);
-    CHECK(memory_stats().peak_allocated == live + 2 * unit);
-    Tensor d = block(unit);
-    CHECK(address(d) == kept);
-    CHECK(memory_stats().cached == 0);
-
-    c = Tensor();
-    d = Tensor();
+    SECTION("a new size with room beside them: fresh memory, nothing released") {
+        Tensor c = block(room / 2 / kPage * kPage);
+        CHECK(memory_stats().cached == 2 * unit);
+    }
+    SECTION("one page past the room: the oldest (a's) goes back to the system, b's stays") {
+        Tensor c = block(room + kPage);
+        CHECK(memory_stats().cached == unit);
+        CHECK(memory_stats().peak_allocated == peak);
+        Tensor d = block(unit);
+        CHECK(address(d) == kept);
+        CHECK(memory_stats().cached == 0);
+    }
     empty_cache();
     CHECK(memory_stats().cached == 0);
     CHECK(memory_stats().allocated == live);
 }
 
-TEST_CASE("under any pattern of sizes, live plus kept memory stays within the peak", "[storage]") {
+TEST_CASE("a loop whose live sizes change their mix runs from the cache after its first pass", "[storage]") {
+    // A training step's shape of memory: the forward pass ends holding four
+    // wide activations (the peak); the backward pass holds four gradients
+    // of half their size, fewer bytes in buffers of another size. Under a
+    // bound at the peak itself, each backward pass gave back wide buffers
+    // that the next forward pass asked for again: a miss every pass.
+    reset_peak_memory_stats();
+    const size_t unit = (memory_stats().allocated / kPage / 4 + 64) * kPage;
+    auto pass = [&] {
+        std::vector<Tensor> wide, narrow;
+        for (int i = 0; i < 4; ++i) wide.push_back(block(4 * unit));
+        wide.clear();
+        for (int i = 0; i < 4; ++i) narrow.push_back(block(2 * unit));
+    };
+    pass();
+    const MemoryStats first = memory_stats();
+    for (int i = 0; i < 5; ++i) pass();
+    const MemoryStats after = memory_stats();
+    CHECK(after.misses == first.misses);
+    CHECK(after.hits == first.hits + 5 * 8);
+    CHECK(after.allocated + after.cached <= after.peak_allocated + after.peak_allocated / 2);
+    empty_cache();
+}
+
+TEST_CASE("under any pattern of sizes, live plus kept memory stays within 1.5 times the peak", "[storage]") {
     empty_cache();
     std::mt19937 rng(7);
     std::uniform_int_distribution<size_t> pages(64, 4096);  // 256 KiB to 16 MiB
@@ -135,7 +164,7 @@ TEST_CASE("under any pattern of sizes, live plus kept memory stays within the pe
             }
         }
         const MemoryStats s = memory_stats();
-        REQUIRE(s.allocated + s.cached <= s.peak_allocated);
+        REQUIRE(s.allocated + s.cached <= s.peak_allocated + s.peak_allocated / 2);
     }
     CHECK(memory_stats().hits > hits); // the repeated sizes were served from the cache
     live.clear();

@@ -36,13 +36,24 @@
 // be in the CPU's caches). Sizes are filed in classes: under kMinCached,
 // four per doubling (..., 256, 320, 384, 448, 512, ...), so a buffer is at
 // most a quarter larger than asked; from kMinCached up, whole pages. The
-// cache never lets the process grow past its own busiest moment: before
-// fresh memory is allocated, kept buffers are released (small ones first,
-// then large ones oldest first) until live + kept + the request fits under
-// the most live memory seen so far. So a steady loop runs from the cache
-// without a page fault, a pattern of new sizes cannot pile up unused
-// buffers, and peak memory is what it was without the cache. empty_cache()
+// cache never lets the process grow past half again its own busiest
+// moment: before fresh memory is allocated, kept buffers are released
+// (small ones first, then large ones oldest first) until live + kept + the
+// request fits under 1.5 times the most live memory seen so far. So a
+// steady loop runs from the cache without a page fault, and a pattern of
+// new sizes cannot pile up unused buffers past that bound. empty_cache()
 // releases every kept buffer.
+//
+// Why half again, and not the busiest moment itself: a step's live sizes
+// change their mix. At the end of the forward pass the MLP's wide
+// activations live; in the backward pass gradients of other sizes do,
+// fewer bytes but in buffers the peak's do not fit. Under a bound at the
+// peak, each such moment gave back buffers that the next step asked for
+// again: on train_gpt's macbook preset, 15,315 of 77,505 requests in 100
+// steps went to the system (a fresh mmap, every page zeroed on first
+// touch), half of the step's time. Under 1.25 times the peak, 350 did;
+// under 1.5 times, 309 (the first step's and the evaluations'), as under 2
+// times; resident memory grew by a tenth (61 to 68 MB).
 
 namespace ember::internal {
 
@@ -87,8 +98,8 @@ public:
             EMBER_UNPOISON(p, bytes);
             return hand_out(p, bytes);
         }
-        // Fresh memory: first make room under the high-water mark.
-        while (stats_.cached > 0 && stats_.allocated + stats_.cached + bytes > stats_.peak_allocated) release_one();
+        // Fresh memory: first make room under 1.5 times the high-water mark.
+        while (stats_.cached > 0 && stats_.allocated + stats_.cached + bytes > bound()) release_one();
         ++stats_.misses;
         // A failure (null) is reported by the caller as an ember error.
         void* p = allocate(bytes);
@@ -133,6 +144,9 @@ public:
 
 private:
     using Block = std::pair<size_t, void*>; // (bytes, pointer)
+
+    // What live and kept memory may reach together: half again the peak.
+    size_t bound() const { return stats_.peak_allocated + stats_.peak_allocated / 2; }
 
     // A kept buffer of exactly `bytes`, taken out of the cache, or null.
     void* kept(size_t bytes) {

@@ -62,8 +62,8 @@ MemoryStats memory_stats();
 
 // Starts peak_allocated again from what tensors hold now, like
 // torch.cuda.reset_peak_memory_stats(): to measure one step's peak. Releases
-// the kept buffers first (as empty_cache), since the cache never keeps the
-// process above its peak.
+// the kept buffers first (as empty_cache), since the cache's bound is 1.5
+// times the peak.
 void reset_peak_memory_stats();
 
 // Returns every buffer the cache keeps to the system (live tensors are not
