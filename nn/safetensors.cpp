@@ -7,17 +7,16 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <sys/stat.h>
+#include <string_view>
 #include <unistd.h>
 
 #include "core/autograd/autograd.h"
 #include "core/tensor/internal.h"
-#include "core/tensor/svg_text.h"
+#include "core/tensor/platform.h"
 #include "nn/json.h"
 
 namespace ember::nn {
@@ -109,38 +108,14 @@ void widen(const FileDType& from, const char* bytes, uint64_t n, void* into) {
 namespace ember::internal {
 
 void write_file_atomically(const std::string& path, const std::vector<Bytes>& pieces, const char* op) {
-    // Write everything to a new temporary file beside `path` (a unique name:
-    // no other file is touched, and two saves cannot mix), flush it to disk,
-    // and only then rename it over `path`: the old file stays intact until
-    // the new one is whole.
-    std::string tmp = path + ".tmp.XXXXXX";
-    int fd = ::mkstemp(tmp.data());
-    if (fd < 0)
-        fail<nn::SafetensorsError>(op, "cannot create a temporary file beside ", path, ": ", std::strerror(errno));
-    ::fchmod(fd, new_file_mode()); // mkstemp's 0600 would hide the file from other users
-    auto write_all = [&](const void* bytes, size_t n) {
-        const char* p = static_cast<const char*>(bytes);
-        while (n > 0) {
-            ssize_t w = ::write(fd, p, n);
-            if (w < 0 && errno == EINTR) continue;
-            if (w == 0) errno = EIO; // no progress and no reason given
-            if (w <= 0) return false;
-            p += w;
-            n -= static_cast<size_t>(w);
-        }
-        return true;
-    };
-    bool ok = true;
-    for (const Bytes& piece : pieces) ok = ok && write_all(piece.data, piece.size);
-    ok = ok && ::fsync(fd) == 0;
-    int saved_errno = errno;
-    ok = ::close(fd) == 0 && ok;
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        if (ok) saved_errno = errno;
-        ::unlink(tmp.c_str());
-        fail<nn::SafetensorsError>(op, "cannot write ", path, ": ", std::strerror(saved_errno),
-                                   " (the previous file, if any, is unchanged)");
-    }
+    // The platform's writer (core/tensor/platform.h): a new temporary file
+    // beside `path` (a unique name: no other file is touched, and two saves
+    // cannot mix), flushed to disk, and only then renamed over `path`: the
+    // old file stays intact until the new one is whole.
+    std::vector<std::string_view> bytes;
+    for (const Bytes& piece : pieces) bytes.emplace_back(static_cast<const char*>(piece.data), piece.size);
+    const std::string why = write_file_whole(path, bytes);
+    if (!why.empty()) fail<nn::SafetensorsError>(op, "cannot write ", path, ": ", why);
 }
 
 } // namespace ember::internal
@@ -218,16 +193,23 @@ struct OpenFile {
 };
 
 void open_regular_file(const std::string& path, OpenFile& file) {
-    file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (file.fd < 0) fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": ", std::strerror(errno));
-    struct stat info {};
-    if (::fstat(file.fd, &info) != 0)
+    file.fd = internal::open_for_reading(path);
+    if (file.fd < 0) {
+        const int error = errno;
+        // Windows cannot open a folder as a file at all: say what it is, as below.
+        std::error_code ignored;
+        if (std::filesystem::is_directory(path, ignored))
+            fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": it is a directory");
+        fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": ", std::strerror(error));
+    }
+    internal::FileInfo info;
+    if (!internal::file_info(file.fd, info))
         fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": ", std::strerror(errno));
-    if (S_ISDIR(info.st_mode)) fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": it is a directory");
-    if (!S_ISREG(info.st_mode))
+    if (info.directory) fail<SafetensorsError>("load_safetensors", "cannot open ", path, ": it is a directory");
+    if (!info.regular)
         fail<SafetensorsError>("load_safetensors", "cannot open ", path,
                                ": not a regular file (a device, a pipe or a socket)");
-    file.size = static_cast<uint64_t>(info.st_size);
+    file.size = info.size;
 }
 
 // Reads exactly `n` bytes of `file` into `into`, or throws.

@@ -28,9 +28,11 @@ def headers_of(depfile):
 
 
 def stale(program, source, library):
-    if not os.path.exists(program):
+    # MinGW's compiler (a Windows build) names the program NAME.exe when told -o NAME.
+    built_file = program + ".exe" if os.path.exists(program + ".exe") else program
+    if not os.path.exists(built_file):
         return True
-    built = os.path.getmtime(program)
+    built = os.path.getmtime(built_file)
     deps = headers_of(program + ".d")
     if deps is None:
         return True

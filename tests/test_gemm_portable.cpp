@@ -15,6 +15,7 @@
 #include "core/kernels/dispatch.h"
 #include "core/kernels/gemm.h"
 #include "core/kernels/gemm_packed.h"
+#include "core/tensor/platform.h"
 #include "gemm_cases.h"
 
 using namespace ember;
@@ -24,12 +25,13 @@ using namespace ember::internal;
 namespace {
 
 // The reference: each element of C from its start value (0, or C's own
-// when accumulating), then one std::fma per k, in increasing k.
+// when accumulating), then one fused multiply-add per k, in increasing k
+// (fma_float: std::fmaf, whose MinGW-w64 copy rounds wrongly; core/tensor/platform.h).
 void gemm_fma_loop(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
     for (int64_t i = 0; i < c.rows; ++i)
         for (int64_t j = 0; j < c.cols; ++j) {
             float sum = accumulate ? c.at(i, j) : 0.0f;
-            for (int64_t p = 0; p < a.cols; ++p) sum = std::fma(a.at(i, p), b.at(p, j), sum);
+            for (int64_t p = 0; p < a.cols; ++p) sum = fma_float(a.at(i, p), b.at(p, j), sum);
             c.at(i, j) = sum;
         }
 }

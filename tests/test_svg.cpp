@@ -536,7 +536,13 @@ TEST_CASE("write_ functions throw runtime_error naming the path, leaving the old
         // there; the temporary file is now a new one, created exclusively.
         const std::string path = (dir.path / "loss.svg").string(), victim = (dir.path / "victim").string();
         std::ofstream(victim) << "precious";
-        std::filesystem::create_symlink(victim, path + ".tmp");
+        std::error_code no_links;
+        std::filesystem::create_symlink(victim, path + ".tmp", no_links);
+        if (no_links) {
+            // Wine has none, nor Windows without the privilege to make one.
+            WARN("skipped: no symbolic links here (" << no_links.message() << ")");
+            return;
+        }
         train::write_loss_curve_svg(path, {2.0}, {}, "new");
         CHECK(read_file(victim) == "precious");
         CHECK(read_file(path) == train::loss_curve_svg({2.0}, {}, "new"));

@@ -414,6 +414,20 @@ TEST_CASE("an unreadable data file says so, with the system's reason", "[train_g
     fs::remove_all(dir);
 }
 
+TEST_CASE("a text with Windows line ends (CRLF) is read byte for byte", "[train_gpt][data]") {
+    // ember reads a text in binary on every system: "\r\n" stays two
+    // characters, so a file gives the same vocabulary and losses on Linux
+    // and on Windows (where a text-mode read would drop each '\r').
+    // .ci/windows replays corpus/text_data's CRLF files under Wine the same way.
+    std::string dir = scratch_dir("crlf");
+    const std::string path = dir + "/play in crlf.txt", text = "First Citizen:\r\nBefore we proceed.\r\n\r\nAll:\r\n";
+    std::ofstream(path, std::ios::binary) << text;
+    CHECK(train::read_text_file(path) == text);
+    const train::Vocab vocab = train::Vocab::from_text(train::read_text_file(path));
+    CHECK(vocab.chars().find('\r') != std::string::npos);
+    fs::remove_all(dir);
+}
+
 TEST_CASE("a diverging run stops at once with status 3, says why, and keeps the last good checkpoint",
           "[train_gpt][diverge]") {
     // --lr 1e4 (the issue's report) overflows the default model within a few

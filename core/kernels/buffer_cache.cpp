@@ -10,9 +10,8 @@
 #include <new>
 #include <vector>
 
-#include <sys/mman.h>
-
 #include "core/kernels/dispatch.h"
+#include "core/tensor/platform.h"
 
 #if defined(EMBER_ASAN)
 #include <sanitizer/asan_interface.h>
@@ -197,17 +196,17 @@ private:
         deallocate(p, bytes);
     }
 
-    // Large buffers come straight from the kernel (mmap) and go straight back
-    // (munmap), so that memory the cache releases leaves the process: glibc
-    // keeps freed blocks in its heap, where a process's resident memory grew
-    // to 1.4 times its busiest moment's live tensors. Under AddressSanitizer
-    // they go through operator new, which it checks. Null on failure: the
-    // nothrow form (AddressSanitizer's throwing one aborts instead).
+    // Large buffers come straight from the kernel (mmap; VirtualAlloc on
+    // Windows: core/tensor/platform.h) and go straight back, so that memory
+    // the cache releases leaves the process: glibc keeps freed blocks in its
+    // heap, where a process's resident memory grew to 1.4 times its busiest
+    // moment's live tensors. Under AddressSanitizer they go through operator
+    // new, which it checks. Null on failure: the nothrow form
+    // (AddressSanitizer's throwing one aborts instead).
     static void* allocate(size_t bytes) {
 #if !defined(EMBER_ASAN)
         if (bytes >= kMinCached) {
-            void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            return p == MAP_FAILED ? nullptr : p; // page-aligned, so 64-byte aligned
+            return allocate_pages(bytes); // page-aligned, so 64-byte aligned
         }
 #endif
         return ::operator new(bytes, kAlignment, std::nothrow);
@@ -215,7 +214,7 @@ private:
     static void deallocate(void* p, [[maybe_unused]] size_t bytes) {
 #if !defined(EMBER_ASAN)
         if (bytes >= kMinCached) {
-            munmap(p, bytes);
+            release_pages(p, bytes);
             return;
         }
 #endif

@@ -15,6 +15,7 @@
 #include "core/loops/arithmetic.h"
 #include "core/ops/ops.h"
 #include "core/random/fill.h"
+#include "core/tensor/platform.h"
 #include "core/tensor/shape.h"
 
 namespace ember {
@@ -32,6 +33,7 @@ using internal::random_tensor;
 using internal::random_tensor_like;
 using internal::use_fast_kernels;
 namespace fast = internal::fast;
+using internal::fma_float;
 
 // ---- uniform: rand, uniform_ ---------------------------------------------------------------
 
@@ -68,7 +70,7 @@ Tensor& Tensor::uniform_(double from, double to, Generator* generator) {
     // expression to a fused multiply-add. For [0, 1) it is exactly x.
     if (dtype() == kFloat32) {
         const float lo = static_cast<float>(from), width = static_cast<float>(to) - lo;
-        for_each_in_memory_order<float>(*this, [&](float& x) { x = std::fmaf(gen.uniform_float(), width, lo); });
+        for_each_in_memory_order<float>(*this, [&](float& x) { x = fma_float(gen.uniform_float(), width, lo); });
     } else {
         const double width = to - from;
         for_each_in_memory_order<double>(*this, [&](double& x) { x = std::fma(gen.uniform_double(), width, from); });

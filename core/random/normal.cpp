@@ -11,12 +11,14 @@
 
 #include "core/ops/ops.h"
 #include "core/random/fill.h"
+#include "core/tensor/platform.h"
 #include "core/tensor/shape.h"
 
 // The two paths, chosen as PyTorch chooses them:
 //  * contiguous tensors of 16 or more elements: the 16-wide fill. float32
 //    runs avx_mathfun's Cephes log and sincos, reproduced here with plain
-//    float arithmetic and std::fmaf exactly where GCC fused the vector code;
+//    float arithmetic and a fused multiply-add (fma_float, std::fmaf but on
+//    Windows: core/tensor/platform.h) exactly where GCC fused the vector code;
 //    float64 runs glibc log/sin/cos.
 //  * everything else: a scalar double Box-Muller that caches its second
 //    sample in the Generator, in memory order.
@@ -27,6 +29,7 @@ using internal::check_fill_target;
 using internal::check_floating;
 using internal::data_of;
 using internal::finish_fill;
+using internal::fma_float;
 using internal::for_each_in_memory_order;
 using internal::generator_or_default;
 using internal::random_tensor;
@@ -67,9 +70,9 @@ float avx_log(float x) {
     }
     const float z = t * t;
     float y = kLogP[0]; // Horner, each step fused: y = y * t + P[k]
-    for (int k = 1; k < 9; ++k) y = std::fmaf(y, t, kLogP[k]);
+    for (int k = 1; k < 9; ++k) y = fma_float(y, t, kLogP[k]);
     y = y * t;
-    y = std::fmaf(y, z, e * kLogQ1); // t^3 P(t) + e Q1, fused
+    y = fma_float(y, z, e * kLogQ1); // t^3 P(t) + e Q1, fused
     y = y - z * 0.5f;                // z * 0.5 is exact
     return (t + y) + e * kLogQ2;     // e * Q2 is exact
 }
@@ -93,19 +96,19 @@ void avx_sincos(float x, float& sin_out, float& cos_out) {
     int32_t j = static_cast<int32_t>(x * kFourOverPi); // truncation
     j = (j + 1) & ~1;
     const float y = static_cast<float>(j);
-    float r = std::fmaf(y, kDP1, x);
-    r = std::fmaf(y, kDP2, r);
-    r = std::fmaf(y, kDP3, r);
+    float r = fma_float(y, kDP1, x);
+    r = fma_float(y, kDP2, r);
+    r = fma_float(y, kDP3, r);
     const float z = r * r;
     // cos r = 1 - z/2 + z^2 C(z)
-    float c = std::fmaf(std::fmaf(kCosP[0], z, kCosP[1]), z, kCosP[2]);
+    float c = fma_float(fma_float(kCosP[0], z, kCosP[1]), z, kCosP[2]);
     c = c * z;
-    c = std::fmaf(c, z, -(z * 0.5f));
+    c = fma_float(c, z, -(z * 0.5f));
     c = c + 1.0f;
     // sin r = r + r z S(z)
-    float s = std::fmaf(std::fmaf(kSinP[0], z, kSinP[1]), z, kSinP[2]);
+    float s = fma_float(fma_float(kSinP[0], z, kSinP[1]), z, kSinP[2]);
     s = s * z;
-    s = std::fmaf(s, r, r);
+    s = fma_float(s, r, r);
     // Octants 2, 3, 6, 7 (j & 2) swap the roles of the two polynomials.
     if ((j & 2) != 0) std::swap(s, c);
     // Signs by xor on the sign bit: sin flips when j & 4, cos when (j - 2) & 4 is 0.
@@ -132,8 +135,8 @@ void fill16(float* d, float mean, float std) {
         const float theta = kTwoPiF * d[j + 8];
         float s, c;
         avx_sincos(theta, s, c);
-        d[j] = std::fmaf(radius * c, std, mean);
-        d[j + 8] = std::fmaf(radius * s, std, mean);
+        d[j] = fma_float(radius * c, std, mean);
+        d[j + 8] = fma_float(radius * s, std, mean);
     }
 }
 

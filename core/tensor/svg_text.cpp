@@ -3,14 +3,11 @@
 #include "core/tensor/svg_text.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <vector>
+
+#include "core/tensor/platform.h"
 
 namespace ember::internal {
 
@@ -100,42 +97,9 @@ std::string svg_open(double w, double h) {
 }
 
 
-unsigned new_file_mode() {
-    // umask can only be read by setting it; set it straight back.
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    return 0666u & ~static_cast<unsigned>(mask);
-}
-
-// Writes text to a new file beside path (path + ".tmp.XXXXXX", created
-// exclusively by mkstemp: it never follows a link planted there, and two
-// writers never share it), flushes it to disk, then renames it onto path:
-// rename replaces the old file in one step, so a reader (or a crash) sees
-// the old picture or the new one, never half of one.
+// One piece, written whole by the platform's writer (core/tensor/platform.cpp).
 std::string write_file_whole(const std::string& path, const std::string& text) {
-    std::string tmp = path + ".tmp.XXXXXX";
-    const int fd = ::mkstemp(tmp.data());
-    if (fd < 0) return "cannot create a file beside it: " + std::string(std::strerror(errno));
-    ::fchmod(fd, new_file_mode()); // mkstemp's 0600 would hide the file from other users
-    const char* p = text.data();
-    size_t left = text.size();
-    while (left > 0) {
-        const ssize_t w = ::write(fd, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w == 0) errno = EIO; // no progress and no reason given
-        if (w <= 0) break;
-        p += w;
-        left -= static_cast<size_t>(w);
-    }
-    int error = left > 0 ? errno : 0;
-    if (error == 0 && ::fsync(fd) != 0) error = errno; // a full disk may show only here
-    if (::close(fd) != 0 && error == 0) error = errno;
-    if (error == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) error = errno;
-    if (error != 0) {
-        ::unlink(tmp.c_str());
-        return std::string(std::strerror(error)) + " (the previous file, if any, is unchanged)";
-    }
-    return "";
+    return write_file_whole(path, std::vector<std::string_view>{text});
 }
 
 } // namespace ember::internal

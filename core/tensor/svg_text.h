@@ -37,16 +37,11 @@ void svg_text(std::string& out, double x, double y, std::string_view s, const st
 // white background rectangle.
 std::string svg_open(double w, double h);
 
-// Writes `text` to a new temporary file beside `path` (created exclusively:
-// never through a link), flushes it to disk, then renames it onto `path`, so
-// a reader (or a crash) sees the old file or the new one, never half of one.
-// Returns "" on success, else why it failed ("No space left on device (the
-// previous file, if any, is unchanged)"); the caller names the file and
-// throws the error type its API promises.
+// Writes `text` to `path` whole or not at all (platform.h's
+// write_file_whole: a new temporary file beside it, flushed, then renamed
+// onto it). Returns "" on success, else why it failed ("No space left on
+// device (the previous file, if any, is unchanged)"); the caller names the
+// file and throws the error type its API promises.
 std::string write_file_whole(const std::string& path, const std::string& text);
-
-// The permissions a file made by open() would get: 0666 less the umask.
-// (mkstemp makes 0600; ember's files are then set to this.)
-unsigned new_file_mode();
 
 } // namespace ember::internal

@@ -34,14 +34,33 @@ extern "C" void on_stop_signal(int signal) {
     }
 }
 
+// The signals that ask a run to stop. Windows has no SIGHUP or SIGUSR1 (and
+// no mpirun); Ctrl-Break is its SIGBREAK, and its C runtime calls the
+// handler of Ctrl-C and Ctrl-Break on a thread of their own.
+#ifdef _WIN32
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGBREAK};
+#else
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
+#endif
+
+// True if the run was started ignoring `signal`: nohup's SIGHUP, a
+// background job's SIGINT. Windows starts no program ignoring a signal.
+bool ignored_at_start(int signal) {
+#ifdef _WIN32
+    (void)signal;
+    return false;
+#else
+    struct sigaction current {};
+    return sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_IGN;
+#endif
+}
+
 } // namespace
 
 void catch_interrupts() {
-    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) {
-        // A signal the run was started ignoring stays ignored: nohup's
-        // SIGHUP, a background job's SIGINT.
-        struct sigaction current {};
-        if (sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    for (int signal : kStopSignals) {
+        // A signal the run was started ignoring stays ignored.
+        if (ignored_at_start(signal)) continue;
         std::signal(signal, on_stop_signal);
     }
 }
@@ -51,10 +70,14 @@ bool interrupt_requested() { return stop_signal != 0; }
 int interrupt_signal() { return stop_signal; }
 
 const char* signal_name(int signal) {
-    return signal == SIGTERM   ? "SIGTERM"
-           : signal == SIGHUP  ? "SIGHUP"
-           : signal == SIGUSR1 ? "SIGUSR1"
-                               : "Ctrl-C (SIGINT)";
+    if (signal == SIGTERM) return "SIGTERM";
+#ifdef _WIN32
+    if (signal == SIGBREAK) return "Ctrl-Break (SIGBREAK)";
+#else
+    if (signal == SIGHUP) return "SIGHUP";
+    if (signal == SIGUSR1) return "SIGUSR1";
+#endif
+    return "Ctrl-C (SIGINT)";
 }
 
 std::string divergence_message(int64_t step, double loss, double grad_norm, double lr, double max_grad_norm) {

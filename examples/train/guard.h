@@ -48,7 +48,8 @@ std::string divergence_message(int64_t step, double loss, double grad_norm, doub
 // interrupt_requested() reads; the loop (and an evaluation under way) stops
 // at the next batch, saves a checkpoint and exits with 128 + the signal's
 // number (130 for Ctrl-C). The same signal a second time before that ends
-// the process at once, without saving.
+// the process at once, without saving. On Windows the signals are SIGINT
+// (Ctrl-C), SIGBREAK (Ctrl-Break, named "Ctrl-Break (SIGBREAK)") and SIGTERM.
 void catch_interrupts();
 bool interrupt_requested();
 int interrupt_signal();              // the first signal received, or 0

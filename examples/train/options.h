@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <numbers>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -68,7 +69,7 @@ inline double learning_rate_at(const Options& o, int64_t step) {
     if (step > o.lr_decay_iters) return min_lr;
     const double ratio =
         static_cast<double>(step - o.warmup_iters) / static_cast<double>(o.lr_decay_iters - o.warmup_iters);
-    return min_lr + 0.5 * (1.0 + std::cos(M_PI * ratio)) * (o.lr - min_lr);
+    return min_lr + 0.5 * (1.0 + std::cos(std::numbers::pi * ratio)) * (o.lr - min_lr);
 }
 
 // Parses argv; throws UsageError with a message naming the bad flag (an

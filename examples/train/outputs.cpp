@@ -5,13 +5,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/file.h>
 #include <unistd.h>
 
+#include "core/tensor/platform.h"
 #include "data.h"
 
 namespace train {
@@ -57,11 +56,12 @@ std::string holder(const std::string& lock_path) {
 FolderLock lock_folder(const std::string& dir) {
     const std::string path = dir + "/.train_gpt.lock";
     FolderLock lock;
-    lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    lock.fd_ = ember::internal::open_lock_file(path);
     if (lock.fd_ < 0) throw InputError("--out " + dir + ": cannot create its lock file: " + std::strerror(errno));
-    // flock locks the open file: the system drops it when the process ends,
-    // even by kill -9, so a lock is never left behind by a dead run.
-    if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
+    // The lock is on the open file (flock; LockFileEx on Windows): the system
+    // drops it when the process ends, even by kill -9, so a lock is never
+    // left behind by a dead run.
+    if (!ember::internal::try_lock(lock.fd_)) {
         const int error = errno;
         if (error != EWOULDBLOCK) throw InputError("--out " + dir + ": cannot lock it: " + std::strerror(error));
         throw InputError("--out " + dir + " is in use by another train_gpt run: " + holder(path) +
@@ -70,7 +70,7 @@ FolderLock lock_folder(const std::string& dir) {
     char since[32] = "";
     const std::time_t now = std::time(nullptr);
     std::strftime(since, sizeof since, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-    const std::string text = std::to_string(::getpid()) + " " + since + "\n";
+    const std::string text = std::to_string(ember::internal::process_id()) + " " + since + "\n";
     // Who holds it, for a second run's message: best effort (the lock holds
     // without it, and a full disk must not stop the run here).
     if (::ftruncate(lock.fd_, 0) == 0 && ::write(lock.fd_, text.data(), text.size()) < 0) {

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <unistd.h>
 
+#include "core/tensor/platform.h"
 #include "corpus.h"
 #include "memory.h"
 #include "model.h"
@@ -75,7 +75,7 @@ std::string model_line(const ModelConfig& m) {
 // The process id of mpirun, when it is this rank's parent (one machine),
 // else a description of where to find it.
 std::string mpirun_pid() {
-    const std::string parent = std::to_string(::getppid());
+    const std::string parent = std::to_string(ember::internal::parent_process_id());
     std::ifstream comm("/proc/" + parent + "/comm");
     std::string name;
     std::getline(comm, name);
