@@ -45,6 +45,20 @@ const std::vector<float> kRandn1337 = {-2.0259921550750732f, -2.0655088424682617
                                        -0.9122241139411926f, -1.250221848487854f,  0.8032337427139282f};
 const std::vector<float> kRand0 = {0.49625658988952637f, 0.7682217955589294f, 0.08847743272781372f};
 
+// float64 normals from the 16-wide fill call the C library's log, sin and
+// cos, as PyTorch does. glibc's (Linux, where the fixtures were made) give
+// PyTorch's bits exactly; another C library rounds some results otherwise
+// in the last bit, as PyTorch's own would there (under Wine, MinGW-w64's:
+// 1 of the 1,000 values of one case, by 2 ulps). There they must agree to
+// within a few ulps; everywhere else, bit for bit.
+void require_float64_normals(const Tensor& actual, const Tensor& expected, const std::string& what) {
+#ifdef _WIN32
+    ember::testing::require_close(actual, expected, {1e-15, 1e-15}, what);
+#else
+    require_equal(actual, expected, what);
+#endif
+}
+
 // Mirrors sample_index in tests/fixtures/fx_random.py: all of a small tensor;
 // for a big one every 7th element (every 31st beyond 1000), then the last 32.
 Tensor sample(const Tensor& t) {
@@ -396,7 +410,8 @@ TEST_CASE("randn: float64, scalar path and double fill", "[random]") {
     for (int seed : {0, 5})
         for (int64_t n : {1, 3, 15, 16, 17, 33, 100, 1000}) {
             manual_seed(seed);
-            require_equal(sample(randn({n}, kFloat64)), fx(key("randn.f64.seed", seed, ".n", n)), key(seed, " ", n));
+            require_float64_normals(sample(randn({n}, kFloat64)), fx(key("randn.f64.seed", seed, ".n", n)),
+                                    key(seed, " ", n));
         }
 }
 
@@ -409,7 +424,8 @@ TEST_CASE("normal_: mean and std enter as a fused multiply-add, both dtypes and 
                 Tensor t = empty({n}, dtype);
                 t.normal_(params[i][0], params[i][1]);
                 std::string name = key("normal.", dtype == kFloat32 ? "f32" : "f64", ".case", i, ".n", n);
-                require_equal(sample(t), fx(name), name);
+                if (dtype == kFloat64) require_float64_normals(sample(t), fx(name), name);
+                else require_equal(sample(t), fx(name), name);
             }
 }
 

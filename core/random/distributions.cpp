@@ -33,6 +33,7 @@ using internal::random_tensor;
 using internal::random_tensor_like;
 using internal::use_fast_kernels;
 namespace fast = internal::fast;
+using internal::fma_double;
 using internal::fma_float;
 
 // ---- uniform: rand, uniform_ ---------------------------------------------------------------
@@ -73,7 +74,7 @@ Tensor& Tensor::uniform_(double from, double to, Generator* generator) {
         for_each_in_memory_order<float>(*this, [&](float& x) { x = fma_float(gen.uniform_float(), width, lo); });
     } else {
         const double width = to - from;
-        for_each_in_memory_order<double>(*this, [&](double& x) { x = std::fma(gen.uniform_double(), width, from); });
+        for_each_in_memory_order<double>(*this, [&](double& x) { x = fma_double(gen.uniform_double(), width, from); });
     }
     finish_fill(*this, "UniformBackward0");
     return *this;

@@ -29,6 +29,7 @@ using internal::check_fill_target;
 using internal::check_floating;
 using internal::data_of;
 using internal::finish_fill;
+using internal::fma_double;
 using internal::fma_float;
 using internal::for_each_in_memory_order;
 using internal::generator_or_default;
@@ -146,8 +147,8 @@ void fill16(double* d, double mean, double std) {
     for (int j = 0; j < 8; ++j) {
         const double radius = std::sqrt(-2.0 * std::log(1.0 - d[j]));
         const double theta = kTwoPi * d[j + 8];
-        d[j] = std::fma(radius * std::cos(theta), std, mean);
-        d[j + 8] = std::fma(radius * std::sin(theta), std, mean);
+        d[j] = fma_double(radius * std::cos(theta), std, mean);
+        d[j + 8] = fma_double(radius * std::sin(theta), std, mean);
     }
 }
 
@@ -210,7 +211,7 @@ Tensor& Tensor::normal_(double mean, double std, Generator* generator) {
         } else {
             // z * std + mean in double, fused, then rounded to the dtype.
             for_each_in_memory_order<T>(*this,
-                                        [&](T& x) { x = static_cast<T>(std::fma(standard_normal(gen), std, mean)); });
+                                        [&](T& x) { x = static_cast<T>(fma_double(standard_normal(gen), std, mean)); });
         }
     });
     finish_fill(*this, "NormalBackward0");
