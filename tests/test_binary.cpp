@@ -10,7 +10,7 @@ using namespace ember::testing;
 
 namespace {
 
-const std::vector<OpCase>& cases() {
+const std::vector<OpCase>& binary_cases() {
     using V = const std::vector<Tensor>&;
     static const std::vector<OpCase> all = {
         {"add.same", [](V in) { return in[0] + in[1]; }},
@@ -60,10 +60,12 @@ const std::vector<OpCase>& cases() {
 
 } // namespace
 
-TEST_CASE("binary ops match PyTorch's values and gradients", "[binary]") { check_cases(fixtures("binary"), cases()); }
+TEST_CASE("binary ops match PyTorch's values and gradients", "[binary]") {
+    check_cases(fixtures("binary"), binary_cases());
+}
 
 TEST_CASE("binary ops pass the finite-difference gradient check", "[binary][gradcheck]") {
-    check_cases_gradients(fixtures("binary"), cases());
+    check_cases_gradients(fixtures("binary"), binary_cases());
 }
 
 TEST_CASE("result dtypes follow PyTorch's promotion", "[binary]") {

@@ -9,7 +9,7 @@ using namespace ember::testing;
 
 namespace {
 
-const std::vector<OpCase>& cases() {
+const std::vector<OpCase>& layer_norm_cases() {
     using V = const std::vector<Tensor>&;
     // One case per line (clang-format would split the lambdas that hold braces).
     // clang-format off
@@ -32,11 +32,11 @@ const std::vector<OpCase>& cases() {
 } // namespace
 
 TEST_CASE("layer_norm matches PyTorch's values and gradients", "[layer_norm]") {
-    check_cases(fixtures("layer_norm"), cases());
+    check_cases(fixtures("layer_norm"), layer_norm_cases());
 }
 
 TEST_CASE("layer_norm passes the finite-difference gradient check", "[layer_norm][gradcheck]") {
-    check_cases_gradients(fixtures("layer_norm"), cases());
+    check_cases_gradients(fixtures("layer_norm"), layer_norm_cases());
 }
 
 TEST_CASE("layer_norm normalises each row to mean 0 and variance 1", "[layer_norm]") {

@@ -16,7 +16,7 @@ using ember::internal::MatrixRef;
 
 namespace {
 
-const std::vector<OpCase>& cases() {
+const std::vector<OpCase>& matmul_cases() {
     using V = const std::vector<Tensor>&;
     static const std::vector<OpCase> all = {
         {"dot", [](V in) { return matmul(in[0], in[1]); }},
@@ -52,10 +52,12 @@ const std::vector<OpCase>& linear_cases() {
 
 } // namespace
 
-TEST_CASE("matmul matches PyTorch's values and gradients", "[matmul]") { check_cases(fixtures("matmul"), cases()); }
+TEST_CASE("matmul matches PyTorch's values and gradients", "[matmul]") {
+    check_cases(fixtures("matmul"), matmul_cases());
+}
 
 TEST_CASE("matmul passes the finite-difference gradient check", "[matmul][gradcheck]") {
-    check_cases_gradients(fixtures("matmul"), cases());
+    check_cases_gradients(fixtures("matmul"), matmul_cases());
 }
 
 TEST_CASE("large products through the blocked kernel match PyTorch", "[matmul]") {

@@ -25,7 +25,7 @@ using ember::testing::Fixtures;
 
 namespace {
 
-const Fixtures& fixtures() {
+const Fixtures& print_fixtures() {
     static const Fixtures f("print");
     return f;
 }
@@ -89,7 +89,7 @@ void apply_options(const std::string& text) {
 }
 
 void check_case(const std::string& name) {
-    const Fixtures& f = fixtures();
+    const Fixtures& f = print_fixtures();
     DefaultOptions defaults;
     Tensor t = f.tensor(name + ".in");
     if (f.has(name + ".build")) t = build(f.text(name + ".build"), t);
@@ -104,7 +104,7 @@ void check_case(const std::string& name) {
 // A group with no case fails: a renamed group must not pass by testing nothing.
 void check_group(const std::string& group) {
     int found = 0;
-    for (const std::string& name : split(fixtures().text("cases"))) {
+    for (const std::string& name : split(print_fixtures().text("cases"))) {
         if (name.rfind(group + ".", 0) != 0) continue;
         ++found;
         DYNAMIC_SECTION(name) { check_case(name); }
@@ -138,7 +138,7 @@ TEST_CASE("print: requires_grad and grad_fn suffixes", "[print]") { check_group(
 TEST_CASE("print: set_printoptions", "[print]") { check_group("options"); }
 
 TEST_CASE("print: every fixture case belongs to a tested group", "[print]") {
-    std::vector<std::string> cases = split(fixtures().text("cases"));
+    std::vector<std::string> cases = split(print_fixtures().text("cases"));
     REQUIRE(cases.size() > 100);
     for (const std::string& name : cases) {
         std::string group = name.substr(0, name.find('.'));
@@ -154,19 +154,19 @@ TEST_CASE("print: the notebook's attention weights, computed by ember", "[print]
     // a = torch.tril(torch.ones(3, 3)); a = a / torch.sum(a, 1, keepdim=True)
     Tensor a = tril(ones({3, 3}));
     a = a / a.sum(1, true);
-    REQUIRE(to_string(a) == fixtures().text("seed.tril_mean.repr"));
+    REQUIRE(to_string(a) == print_fixtures().text("seed.tril_mean.repr"));
     // wei = zeros.masked_fill(tril == 0, -inf); softmax(wei, dim=1) is the same matrix.
     Tensor wei = zeros({3, 3}).masked_fill(tril(ones({3, 3})) == 0, -std::numeric_limits<double>::infinity());
-    REQUIRE(to_string(wei) == fixtures().text("seed.wei_masked.repr"));
-    REQUIRE(to_string(softmax(wei, 1)) == fixtures().text("seed.wei_softmax.repr"));
+    REQUIRE(to_string(wei) == print_fixtures().text("seed.wei_masked.repr"));
+    REQUIRE(to_string(softmax(wei, 1)) == print_fixtures().text("seed.wei_softmax.repr"));
 }
 
 TEST_CASE("print: operator<< writes to_string", "[print]") {
     DefaultOptions defaults;
-    Tensor x = fixtures().tensor("seed.randn_1337.in");
+    Tensor x = print_fixtures().tensor("seed.randn_1337.in");
     std::ostringstream out;
     out << x;
-    REQUIRE(out.str() == fixtures().text("seed.randn_1337.repr"));
+    REQUIRE(out.str() == print_fixtures().text("seed.randn_1337.repr"));
 }
 
 TEST_CASE("print: a NaN with its sign bit set prints as nan", "[print]") {
@@ -174,8 +174,8 @@ TEST_CASE("print: a NaN with its sign bit set prints as nan", "[print]") {
     double negative_nan = std::copysign(std::numeric_limits<double>::quiet_NaN(), -1.0);
     Tensor x = from_vector(std::vector<double>{negative_nan, 1.5}, {2}, kFloat32);
     REQUIRE(std::signbit(x.data_ptr<float>()[0]));
-    REQUIRE(to_string(x) == fixtures().text("negative_nan.vector"));
-    REQUIRE(to_string(x[0]) == fixtures().text("negative_nan.scalar"));
+    REQUIRE(to_string(x) == print_fixtures().text("negative_nan.vector"));
+    REQUIRE(to_string(x[0]) == print_fixtures().text("negative_nan.scalar"));
 }
 
 TEST_CASE("print: an undefined tensor prints as libtorch prints it", "[print]") {
@@ -194,7 +194,7 @@ TEST_CASE("print: set_printoptions keeps the options not given, as torch", "[pri
     CHECK(o.edgeitems == 3);
     CHECK(o.linewidth == 80);
     // torch.set_printoptions(precision=2); torch.set_printoptions(threshold=5); repr(torch.arange(10.) / 3)
-    REQUIRE(to_string(arange(10.0) / 3) == fixtures().text("sequence.precision_then_threshold"));
+    REQUIRE(to_string(arange(10.0) / 3) == print_fixtures().text("sequence.precision_then_threshold"));
 }
 
 TEST_CASE("print: set_printoptions resets sci_mode unless it is given, as torch", "[print]") {
@@ -205,14 +205,14 @@ TEST_CASE("print: set_printoptions resets sci_mode unless it is given, as torch"
     CHECK(get_printoptions().precision == 6);
     REQUIRE_FALSE(get_printoptions().sci_mode.has_value());
     // torch.set_printoptions(sci_mode=True); torch.set_printoptions(precision=6); repr(torch.tensor([1.5, 2.]))
-    REQUIRE(to_string(tensor({1.5f, 2.f})) == fixtures().text("sequence.sci_mode_then_precision"));
+    REQUIRE(to_string(tensor({1.5f, 2.f})) == print_fixtures().text("sequence.sci_mode_then_precision"));
 }
 
 TEST_CASE("print: set_printoptions(PrintOptions{}) restores the defaults", "[print]") {
     DefaultOptions defaults;
     set_printoptions(PrintOptions{.precision = 1, .threshold = 2, .edgeitems = 1, .linewidth = 20, .sci_mode = true});
-    Tensor x = fixtures().tensor("fixed.simple.in");
-    REQUIRE(to_string(x) != fixtures().text("fixed.simple.repr"));
+    Tensor x = print_fixtures().tensor("fixed.simple.in");
+    REQUIRE(to_string(x) != print_fixtures().text("fixed.simple.repr"));
     set_printoptions(PrintOptions{});
     const PrintOptions& o = get_printoptions();
     CHECK(o.precision == 4);
@@ -220,7 +220,7 @@ TEST_CASE("print: set_printoptions(PrintOptions{}) restores the defaults", "[pri
     CHECK(o.edgeitems == 3);
     CHECK(o.linewidth == 80);
     CHECK_FALSE(o.sci_mode.has_value());
-    REQUIRE(to_string(x) == fixtures().text("fixed.simple.repr"));
+    REQUIRE(to_string(x) == print_fixtures().text("fixed.simple.repr"));
 }
 
 TEST_CASE("print: set_printoptions refuses what cannot be printed and changes nothing", "[print]") {
@@ -242,7 +242,7 @@ TEST_CASE("print: set_printoptions refuses what cannot be printed and changes no
 
 TEST_CASE("print: printing records no autograd history", "[print]") {
     DefaultOptions defaults;
-    Tensor x = fixtures().tensor("autograd.mul.in").requires_grad_();
+    Tensor x = print_fixtures().tensor("autograd.mul.in").requires_grad_();
     Tensor y = x * x;
     auto node = y.grad_fn();
     int64_t nodes = Node::live_count();
@@ -251,7 +251,7 @@ TEST_CASE("print: printing records no autograd history", "[print]") {
     CHECK(y.grad_fn() == node);
     CHECK(x.is_leaf());
     CHECK_FALSE(x.grad().defined());
-    REQUIRE(to_string(y) == fixtures().text("autograd.mul.repr"));
+    REQUIRE(to_string(y) == print_fixtures().text("autograd.mul.repr"));
 }
 
 TEST_CASE("print: under no_grad, a result has no grad_fn to print", "[print]") {
@@ -263,8 +263,8 @@ TEST_CASE("print: under no_grad, a result has no grad_fn to print", "[print]") {
         y = x * x;
     }
     // torch: with torch.no_grad(): y = x * x; then repr(y), repr(x)
-    REQUIRE(to_string(y) == fixtures().text("no_grad.result"));
-    REQUIRE(to_string(x) == fixtures().text("no_grad.leaf"));
+    REQUIRE(to_string(y) == print_fixtures().text("no_grad.result"));
+    REQUIRE(to_string(x) == print_fixtures().text("no_grad.leaf"));
 }
 
 TEST_CASE("print: a shape and strides print as PyTorch's C++ frontend prints them", "[print]") {

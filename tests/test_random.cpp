@@ -25,12 +25,12 @@ using ember::testing::require_equal;
 
 namespace {
 
-const Fixtures& fixtures() {
+const Fixtures& random_fixtures() {
     static const Fixtures f("random");
     return f;
 }
 
-Tensor fx(const std::string& name) { return fixtures().tensor(name); }
+Tensor fx(const std::string& name) { return random_fixtures().tensor(name); }
 
 // A fixture name from parts: key("randn.f32.seed", 0, ".n", 16) is "randn.f32.seed0.n16".
 template <typename... Parts>
@@ -84,7 +84,7 @@ std::vector<int64_t> ints(const Tensor& t) {
 
 // A get_rng_state() blob stored in the fixtures as hex text.
 std::vector<uint8_t> torch_state(const std::string& name) {
-    const std::string& hex = fixtures().text(name);
+    const std::string& hex = random_fixtures().text(name);
     std::vector<uint8_t> bytes;
     for (size_t i = 0; i + 1 < hex.size(); i += 2)
         bytes.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
@@ -277,7 +277,7 @@ TEST_CASE("engine: random64 puts the first word in the high half", "[random]") {
 TEST_CASE("engine: initial_seed keeps all 64 bits, a negative seed wraps", "[random]") {
     Generator g(0);
     g.manual_seed(static_cast<uint64_t>(-1));
-    REQUIRE(std::to_string(g.initial_seed()) == fixtures().text("initial_seed.minus1"));
+    REQUIRE(std::to_string(g.initial_seed()) == random_fixtures().text("initial_seed.minus1"));
     g.manual_seed(4294967301u);
     REQUIRE(g.initial_seed() == 4294967301u);
 }

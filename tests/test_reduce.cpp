@@ -9,7 +9,7 @@ using namespace ember::testing;
 
 namespace {
 
-const std::vector<OpCase>& cases() {
+const std::vector<OpCase>& reduce_cases() {
     using V = const std::vector<Tensor>&;
     // One case per line (clang-format would split the lambdas that hold braces).
     // clang-format off
@@ -44,10 +44,12 @@ const std::vector<OpCase>& cases() {
 
 } // namespace
 
-TEST_CASE("reductions match PyTorch's values and gradients", "[reduce]") { check_cases(fixtures("reduce"), cases()); }
+TEST_CASE("reductions match PyTorch's values and gradients", "[reduce]") {
+    check_cases(fixtures("reduce"), reduce_cases());
+}
 
 TEST_CASE("reductions pass the finite-difference gradient check", "[reduce][gradcheck]") {
-    check_cases_gradients(fixtures("reduce"), cases());
+    check_cases_gradients(fixtures("reduce"), reduce_cases());
 }
 
 TEST_CASE("a sum of 100003 floats matches PyTorch's", "[reduce]") {

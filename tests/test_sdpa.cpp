@@ -24,7 +24,7 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
     return scaled_dot_product_attention(q, k, v, mask, p, causal, scale);
 }
 
-const std::vector<OpCase>& cases() {
+const std::vector<OpCase>& sdpa_cases() {
     using V = const std::vector<Tensor>&;
     static const Fixtures& f = fixtures("sdpa");
     static const std::vector<OpCase> all = {
@@ -90,7 +90,7 @@ void compare_with_unfused(const Layout& s, const Tensor& mask, double p, bool ca
 } // namespace
 
 TEST_CASE("scaled_dot_product_attention matches PyTorch's definition", "[sdpa]") {
-    std::vector<OpCase> all = cases();
+    std::vector<OpCase> all = sdpa_cases();
     for (OpCase& c : all) c.tol = {1e-5, 1e-5}; // float32 rounding of an online softmax
     check_cases(fixtures("sdpa"), all);
 }
@@ -99,14 +99,14 @@ TEST_CASE("scaled_dot_product_attention matches PyTorch's definition", "[sdpa]")
 // that the unoptimised sanitizer build leaves it to the others.
 TEST_CASE("scaled_dot_product_attention passes the finite-difference gradient check", "[sdpa][gradcheck]") {
     std::vector<OpCase> short_cases;
-    for (const OpCase& c : cases())
+    for (const OpCase& c : sdpa_cases())
         if (c.name != "long_causal") short_cases.push_back(c);
     check_cases_gradients(fixtures("sdpa"), short_cases);
 }
 
 TEST_CASE("scaled_dot_product_attention: the gradient check over 70 positions", "[sdpa][gradcheck][heavy]") {
     std::vector<OpCase> long_case;
-    for (const OpCase& c : cases())
+    for (const OpCase& c : sdpa_cases())
         if (c.name == "long_causal") long_case.push_back(c);
     REQUIRE(long_case.size() == 1);
     check_cases_gradients(fixtures("sdpa"), long_case);

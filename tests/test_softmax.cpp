@@ -12,7 +12,7 @@ using namespace ember::testing;
 
 namespace {
 
-const std::vector<OpCase>& cases() {
+const std::vector<OpCase>& softmax_cases() {
     using V = const std::vector<Tensor>&;
     static const std::vector<OpCase> all = {
         {"softmax.last", [](V in) { return softmax(in[0], -1); }},
@@ -36,11 +36,11 @@ const std::vector<OpCase>& cases() {
 } // namespace
 
 TEST_CASE("softmax and log_softmax match PyTorch's values and gradients", "[softmax]") {
-    check_cases(fixtures("softmax"), cases());
+    check_cases(fixtures("softmax"), softmax_cases());
 }
 
 TEST_CASE("softmax and log_softmax pass the finite-difference gradient check", "[softmax][gradcheck]") {
-    check_cases_gradients(fixtures("softmax"), cases());
+    check_cases_gradients(fixtures("softmax"), softmax_cases());
 }
 
 TEST_CASE("the averaging trick: softmax over a causal mask gives running means", "[softmax]") {

@@ -39,7 +39,7 @@ Tensor rope_interleaved(const Tensor& x) {
     return x * c + rotated * s;
 }
 
-const std::vector<OpCase>& cases() {
+const std::vector<OpCase>& unary_cases() {
     using V = const std::vector<Tensor>&;
     static const std::vector<OpCase> all = {
         {"neg", [](V in) { return -in[0]; }},
@@ -74,10 +74,12 @@ const std::vector<OpCase>& cases() {
 
 } // namespace
 
-TEST_CASE("unary ops match PyTorch's values and gradients", "[unary]") { check_cases(fixtures("unary"), cases()); }
+TEST_CASE("unary ops match PyTorch's values and gradients", "[unary]") {
+    check_cases(fixtures("unary"), unary_cases());
+}
 
 TEST_CASE("unary ops pass the finite-difference gradient check", "[unary][gradcheck]") {
-    check_cases_gradients(fixtures("unary"), cases());
+    check_cases_gradients(fixtures("unary"), unary_cases());
 }
 
 TEST_CASE("large elementwise results do not depend on the thread count", "[unary][parallel]") {
