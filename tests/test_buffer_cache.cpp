@@ -15,10 +15,8 @@ using namespace ember;
 
 namespace {
 
-constexpr size_t kPage = 4096;
-
-// A float tensor of exactly `bytes` bytes (a whole number of pages).
-Tensor block(size_t bytes) { return empty({static_cast<int64_t>(bytes / sizeof(float))}); }
+using testing::block;
+using testing::kPage;
 
 const void* address(const Tensor& t) { return t.storage()->data(); }
 

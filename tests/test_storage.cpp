@@ -13,14 +13,8 @@
 
 using namespace ember;
 
-namespace {
-
-constexpr size_t kPage = 4096;
-
-// A float tensor of exactly `bytes` bytes (a whole number of pages).
-Tensor block(size_t bytes) { return empty({static_cast<int64_t>(bytes / sizeof(float))}); }
-
-} // namespace
+using testing::block;
+using testing::kPage;
 
 // AddressSanitizer aborts on an allocation larger than it supports unless
 // told to return null, which is what ember's allocator checks for (the

@@ -16,9 +16,9 @@
 #include "core/kernels/vectorize.h"
 #include "core/loops/parallel.h"
 
-// The portable blocked kernel tiles C into blocks. For each block of kKc
-// consecutive k, the matching rows of B (kKc x kNc) are packed into a
-// contiguous buffer, and each thread packs its own kMc rows of A; the inner
+// The portable blocked kernel tiles C into blocks. For each block of kBlockedKc
+// consecutive k, the matching rows of B (kBlockedKc x kBlockedNc) are packed into a
+// contiguous buffer, and each thread packs its own kBlockedMc rows of A; the inner
 // loop then runs over contiguous memory (c_row[j] += a_ik * b_row[j]), which
 // the compiler vectorises. Packing also absorbs any strides, so transposed
 // inputs cost one copy of a block, not a strided inner loop. Threads split
@@ -28,11 +28,11 @@ namespace ember::internal {
 
 namespace {
 
-// Block sizes: a packed B block (kKc x kNc) of floats is 256 KB and stays in
-// L2; one packed A row (kKc) and one C tile row (kNc) stay in L1.
-constexpr int64_t kMc = 32;
-constexpr int64_t kKc = 256;
-constexpr int64_t kNc = 256;
+// Block sizes: a packed B block (kBlockedKc x kBlockedNc) of floats is 256 KB and stays in
+// L2; one packed A row (kBlockedKc) and one C tile row (kBlockedNc) stay in L1.
+constexpr int64_t kBlockedMc = 32;
+constexpr int64_t kBlockedKc = 256;
+constexpr int64_t kBlockedNc = 256;
 
 template <typename T>
 void blocked(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool accumulate) {
@@ -42,25 +42,25 @@ void blocked(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, bool ac
         gemm_plain(a, b, c, accumulate);
         return;
     }
-    std::vector<T> bpack(kKc * kNc);
-    for (int64_t jc = 0; jc < n; jc += kNc) {
-        const int64_t nc = std::min(kNc, n - jc);
-        for (int64_t pc = 0; pc < k; pc += kKc) {
-            const int64_t kc = std::min(kKc, k - pc);
+    std::vector<T> bpack(kBlockedKc * kBlockedNc);
+    for (int64_t jc = 0; jc < n; jc += kBlockedNc) {
+        const int64_t nc = std::min(kBlockedNc, n - jc);
+        for (int64_t pc = 0; pc < k; pc += kBlockedKc) {
+            const int64_t kc = std::min(kBlockedKc, k - pc);
             // Pack B[pc:pc+kc, jc:jc+nc] row-major: bpack[p*nc + j].
             for (int64_t p = 0; p < kc; ++p)
                 for (int64_t j = 0; j < nc; ++j) bpack[p * nc + j] = b.at(pc + p, jc + j);
             // The first k block starts from C's old value or from zero;
             // later blocks add to what the earlier ones left in C.
             const bool add_to_c = accumulate || pc > 0;
-            const int64_t row_blocks = (m + kMc - 1) / kMc;
-            const int64_t grain = grain_for(kMc * nc * kc, kGemmParallelWork);
+            const int64_t row_blocks = (m + kBlockedMc - 1) / kBlockedMc;
+            const int64_t grain = grain_for(kBlockedMc * nc * kc, kGemmParallelWork);
             parallel_for(0, row_blocks, grain, [&](int64_t rb_begin, int64_t rb_end) {
-                std::vector<T> apack(kMc * kKc);
-                std::vector<T> trow(kNc); // one row of the C block being summed
+                std::vector<T> apack(kBlockedMc * kBlockedKc);
+                std::vector<T> trow(kBlockedNc); // one row of the C block being summed
                 for (int64_t rb = rb_begin; rb < rb_end; ++rb) {
-                    const int64_t ic = rb * kMc;
-                    const int64_t mc = std::min(kMc, m - ic);
+                    const int64_t ic = rb * kBlockedMc;
+                    const int64_t mc = std::min(kBlockedMc, m - ic);
                     // Pack A[ic:ic+mc, pc:pc+kc] row-major: apack[i*kc + p].
                     for (int64_t i = 0; i < mc; ++i)
                         for (int64_t p = 0; p < kc; ++p) apack[i * kc + p] = a.at(ic + i, pc + p);

@@ -31,6 +31,11 @@ void require_equal(const Tensor& actual, const Tensor& expected, const std::stri
 // sequence from `seed`): matrices for the product tests.
 std::vector<float> pattern_values(int64_t n, uint32_t seed);
 
+// A page of memory, and a float tensor of exactly `bytes` bytes (a whole
+// number of pages): what the storage and buffer cache tests allocate.
+constexpr size_t kPage = 4096;
+inline Tensor block(size_t bytes) { return empty({static_cast<int64_t>(bytes / sizeof(float))}); }
+
 using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 // Fixture case `name` (written by FixtureFile.case): runs op on name.in0,
