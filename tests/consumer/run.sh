@@ -75,9 +75,11 @@ parent=$root/parent
 mkdir -p "$parent/subprojects"
 cp "$here/meson.build" "$here/main.cpp" "$parent/"
 ln -s "$source_root" "$parent/subprojects/ember"
-# Unoptimised, the subproject's library builds several times faster than in
-# a release build; this way tests the build, not the speed.
-meson setup "$root/parent-build" "$parent" --force-fallback-for=ember -Dbuildtype=plain \
+# Unoptimised, and as a unity build of the subproject (-Dunity=subprojects:
+# its files four to a file, as CI's variant builds): this way tests the
+# build, not the speed. On 2 cores (Zen 5) the library built in 70 s one
+# file at a time, in 35 s this way.
+meson setup "$root/parent-build" "$parent" --force-fallback-for=ember -Dbuildtype=plain -Dunity=subprojects \
     >"$root/parent-setup.log" 2>&1 || { cat "$root/parent-setup.log"; fail "meson setup of the parent project"; }
 meson compile -C "$root/parent-build" >"$root/parent-build.log" 2>&1 ||
     { cat "$root/parent-build.log"; fail "building the parent project"; }
