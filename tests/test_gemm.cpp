@@ -152,8 +152,8 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
             kernel(ma, mb, MatrixRef<float>{one.data(), s.m, s.n, s.n, 1}, accumulate);
             set_num_threads(2);
             kernel(ma, mb, MatrixRef<float>{two.data(), s.m, s.n, s.n, 1}, accumulate);
+            set_num_threads(before); // before REQUIRE, which ends the case when it fails
             REQUIRE(two == one);
         }
-        set_num_threads(before);
     });
 }

@@ -227,10 +227,8 @@ void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
             // accumulating); later blocks add to what earlier ones left.
             const bool add = accumulate || pc > 0;
             // Threads split C's tiles, ceil(tiles / threads) each, taken row
-            // panel by row panel: shares differ by one tile at most. (Whole
-            // row panels each, as this loop once split them, left a thread
-            // idle for a 28th of every product of 768 rows in 14-row tiles: 28 panels
-            // against 27.)
+            // panel by row panel (block_tiles): shares differ by one tile at
+            // most, whatever C's shape (docs/matmul.md, "Threads").
             const int64_t tiles = row_panels * n_panels;
             parallel_for(0, tiles, grain_for(kMr * kc * kNr, kGemmParallelWork), [&](int64_t begin, int64_t end) {
                 block_tiles<Tile>(a, c, bp, pc, kc, jc, nc, n_panels, begin, end, add);
