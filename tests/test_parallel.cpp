@@ -1,8 +1,11 @@
 // The adaptive thread policy of Note [Threads on a busy machine]
-// (core/loops/parallel.h), driven with made-up clocks, and parallel_for's
-// chunks. Bench: bench/busy.py measures the policy on a busy machine.
+// (core/loops/parallel.h), driven with made-up clocks, parallel_for's
+// chunks, and parallel_team's shares, barriers and errors (Note [A team of
+// threads]). Bench: bench/busy.py measures the policy on a busy machine.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -120,4 +123,80 @@ TEST_CASE("parallel_for covers the range once, in or out of the serial stretch",
     }
     set_adaptive_threads(false);
     set_num_threads(threads);
+}
+
+// Two threads (as in CI) with the policy off, so that the team really splits.
+struct TwoThreads {
+    int threads = get_num_threads();
+    bool adaptive = adaptive_threads();
+    TwoThreads() {
+        set_num_threads(std::min(2, max_num_threads()));
+        set_adaptive_threads(false);
+    }
+    ~TwoThreads() {
+        set_adaptive_threads(adaptive);
+        set_num_threads(threads);
+    }
+};
+
+TEST_CASE("parallel_team's shares cover a range once, and a barrier waits for every thread", "[parallel]") {
+    TwoThreads two;
+    const int64_t n = 1001;
+    std::vector<int> written(n, 0);
+    std::vector<int64_t> seen(8, -1); // per thread: how many elements it saw written after the barrier
+    int64_t team_size = 0;
+    parallel_team(true, [&](Team& team) {
+        team.run([&] {
+            if (team.thread() == team.threads() - 1) // the last thread writes late
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            const auto [begin, end] = team.share(0, n);
+            for (int64_t i = begin; i < end; ++i) written[static_cast<size_t>(i)] += 1;
+        });
+        team.barrier();
+        team.run([&] {
+            seen[static_cast<size_t>(team.thread())] = std::count(written.begin(), written.end(), 1);
+            if (team.thread() == 0) team_size = team.threads();
+        });
+    });
+#ifdef _OPENMP
+    CHECK(team_size == std::min(2, max_num_threads()));
+#else
+    CHECK(team_size == 1);
+#endif
+    CHECK(std::count(written.begin(), written.end(), 1) == n);
+    for (int64_t t = 0; t < team_size; ++t) CHECK(seen[static_cast<size_t>(t)] == n);
+}
+
+TEST_CASE("parallel_team runs alone on the calling thread when told not to split", "[parallel]") {
+    TwoThreads two;
+    int64_t calls = 0, size = 0;
+    Team::Range all{-1, -1};
+    parallel_team(false, [&](Team& team) {
+        ++calls;
+        size = team.threads();
+        all = team.share(3, 10);
+        team.barrier(); // a barrier of one returns at once
+    });
+    CHECK(calls == 1);
+    CHECK(size == 1);
+    CHECK(all.begin == 3);
+    CHECK(all.end == 10);
+}
+
+TEST_CASE("a step that throws in one thread skips the later steps and is rethrown, with no thread stuck",
+          "[parallel]") {
+    TwoThreads two;
+    for (bool split : {true, false}) {
+        std::atomic<int> later_steps{0};
+        auto team_work = [&](Team& team) {
+            team.run([&] {
+                if (team.thread() == 0) throw std::length_error("step one failed");
+            });
+            team.barrier(); // every thread, the one that threw too, must get here
+            team.run([&] { later_steps.fetch_add(1); });
+            team.barrier();
+        };
+        CHECK_THROWS_AS(parallel_team(split, team_work), std::length_error);
+        CHECK(later_steps.load() == 0);
+    }
 }

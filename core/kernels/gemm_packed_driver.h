@@ -209,32 +209,46 @@ void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
     constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int64_t row_panels = (m + kMr - 1) / kMr;
+    // One packed block of B, which every thread reads: the calling thread's
+    // scratch, sized for the largest block before the threads start.
     static thread_local Scratch b_scratch;
-    for (int64_t jc = 0; jc < n; jc += kNc) {
-        const int64_t nc = std::min(kNc, n - jc);
-        const int64_t n_panels = (nc + kNr - 1) / kNr;
-        // block_rows reads A in place under the same rule (per thread's share
-        // of panels, which is never wider than n_panels).
-        const bool a_in_place = (a.col_stride == 1 || a.row_stride == 1) && n_panels <= kInPlacePanels;
-        const int64_t kc_block = a_in_place ? kKcInPlace : Tile::kKc;
-        for (int64_t pc = 0; pc < k; pc += kc_block) {
-            const int64_t kc = std::min(kc_block, k - pc);
-            float* bp = b_scratch.get(static_cast<size_t>(n_panels * kc * kNr));
-            // Threads pack B's panels side by side (a panel is a kc x kNr copy).
-            parallel_for(0, n_panels, grain_for(kc * kNr, kGemmParallelWork / 8),
-                         [&](int64_t begin, int64_t end) { pack_b<Tile>(b, pc, kc, jc, nc, begin, end, bp); });
-            // The first k block starts C from zero (or from C when
-            // accumulating); later blocks add to what earlier ones left.
-            const bool add = accumulate || pc > 0;
-            // Threads split C's tiles, ceil(tiles / threads) each, taken row
-            // panel by row panel (block_tiles): shares differ by one tile at
-            // most, whatever C's shape (docs/matmul.md, "Threads").
-            const int64_t tiles = row_panels * n_panels;
-            parallel_for(0, tiles, grain_for(kMr * kc * kNr, kGemmParallelWork), [&](int64_t begin, int64_t end) {
-                block_tiles<Tile>(a, c, bp, pc, kc, jc, nc, n_panels, begin, end, add);
-            });
+    const int64_t widest = (std::min(kNc, n) + kNr - 1) / kNr, deepest = std::min(std::max(Tile::kKc, kKcInPlace), k);
+    float* bp = b_scratch.get(static_cast<size_t>(widest * deepest * kNr));
+    // One team of threads for the whole product (Note [A team of threads] in
+    // core/loops/parallel.h): for each block, they pack B's panels side by
+    // side, wait for each other, then each computes its share of C's tiles.
+    parallel_team(m * n * k > kGemmParallelWork, [&](Team& team) {
+        bool first = true;
+        for (int64_t jc = 0; jc < n; jc += kNc) {
+            const int64_t nc = std::min(kNc, n - jc);
+            const int64_t n_panels = (nc + kNr - 1) / kNr;
+            // block_rows reads A in place under the same rule (per thread's
+            // share of panels, which is never wider than n_panels).
+            const bool a_in_place = (a.col_stride == 1 || a.row_stride == 1) && n_panels <= kInPlacePanels;
+            const int64_t kc_block = a_in_place ? kKcInPlace : Tile::kKc;
+            for (int64_t pc = 0; pc < k; pc += kc_block) {
+                const int64_t kc = std::min(kc_block, k - pc);
+                if (!first) team.barrier(); // everyone is done with the last block's panels
+                first = false;
+                // Threads pack B's panels side by side (a panel is a kc x kNr copy).
+                team.run([&] {
+                    const auto [begin, end] = team.share(0, n_panels);
+                    pack_b<Tile>(b, pc, kc, jc, nc, begin, end, bp);
+                });
+                team.barrier(); // every panel is packed
+                // The first k block starts C from zero (or from C when
+                // accumulating); later blocks add to what earlier ones left.
+                const bool add = accumulate || pc > 0;
+                // Threads split C's tiles, ceil(tiles / threads) each, taken
+                // row panel by row panel (block_tiles): shares differ by one
+                // tile at most, whatever C's shape (docs/matmul.md, "Threads").
+                team.run([&] {
+                    const auto [begin, end] = team.share(0, row_panels * n_panels);
+                    block_tiles<Tile>(a, c, bp, pc, kc, jc, nc, n_panels, begin, end, add);
+                });
+            }
         }
-    }
+    });
 }
 
 } // namespace

@@ -1,4 +1,5 @@
-// Thread control and the one parallel loop every op and kernel uses. Public:
+// Thread control, the parallel loop every op and kernel uses, and a team of
+// threads for work in dependent steps (the packed matrix product). Public:
 // a custom op may split its work the same way.
 //
 // parallel_for splits [begin, end) into contiguous chunks, one per thread,
@@ -7,8 +8,8 @@
 // items that is. Chunks own disjoint outputs, so results never depend on the
 // thread count. Without OpenMP (meson -Dopenmp=disabled) everything runs
 // serially. Tests: the thread-count cases of tests/test_matmul.cpp and
-// tests/test_softmax.cpp, the policy's cases in tests/test_parallel.cpp, and
-// every test again in CI's serial build.
+// tests/test_softmax.cpp, the policy's and the team's cases in
+// tests/test_parallel.cpp, and every test again in CI's serial build.
 //
 // Note [Threads on a busy machine]. OpenMP's threads spin while they wait
 // for the next loop. When another program holds one of the cores, a
@@ -157,6 +158,103 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& fn) {
 #endif
     (void)grain;
     fn(begin, end);
+}
+
+// Note [A team of threads]. Each parallel_for forks its threads and joins
+// them at its end, about 5 us on two cores (docs/matmul.md, "Threads").
+// A computation made of dependent steps, such as a matrix product that packs
+// a block of B which every thread then reads, can instead keep one team for
+// all its steps: parallel_team(split, fn) runs fn(team) on every thread (or
+// on the calling thread alone when `split` is false, inside a parallel
+// region, or while the busy-machine policy is serial), and
+//   team.share(begin, end)  this thread's part of [begin, end), cut as
+//                           parallel_for cuts it;
+//   team.barrier()          waits until every thread of the team gets there;
+//   team.run(f)             calls f() (a step's work) unless an earlier step
+//                           of any thread threw; the first exception is
+//                           rethrown by parallel_team on the calling thread.
+// Every thread must meet every barrier, so a step that throws does not skip
+// them: its thread goes on to the next barrier with nothing left to do.
+class Team {
+public:
+    int64_t thread() const { return thread_; }
+    int64_t threads() const { return threads_; }
+
+    struct Range {
+        int64_t begin, end;
+    };
+    Range share(int64_t begin, int64_t end) const {
+        const int64_t chunk = (end - begin + threads_ - 1) / threads_;
+        const int64_t b = std::min(end, begin + thread_ * chunk);
+        return {b, std::min(end, b + chunk)};
+    }
+
+    void barrier() {
+#ifdef _OPENMP
+        if (threads_ > 1) {
+#pragma omp barrier
+        }
+#endif
+    }
+
+    template <typename F>
+    void run(const F& f) {
+        if (threads_ == 1) { // alone, on the calling thread: nothing to catch or time
+            f();
+            return;
+        }
+        if (shared_.failed.load(std::memory_order_relaxed)) return;
+        const int64_t start = shared_.timed ? internal::steady_ns() : 0;
+        try {
+            f();
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(shared_.mutex);
+            if (!shared_.error) shared_.error = std::current_exception();
+            shared_.failed.store(true, std::memory_order_relaxed);
+        }
+        if (shared_.timed) shared_.work_ns.fetch_add(internal::steady_ns() - start, std::memory_order_relaxed);
+    }
+
+    // What the threads of one team share; parallel_team makes it.
+    struct Shared {
+        std::atomic<bool> failed{false};
+        std::exception_ptr error;
+        std::mutex mutex;
+        bool timed = false;
+        std::atomic<int64_t> work_ns{0}; // every thread's step time, summed
+    };
+    Team(Shared& shared, int64_t thread, int64_t threads) : shared_(shared), thread_(thread), threads_(threads) {}
+
+private:
+    Shared& shared_;
+    int64_t thread_, threads_;
+};
+
+template <typename F>
+void parallel_team(bool split, const F& fn) {
+    Team::Shared shared;
+#ifdef _OPENMP
+    if (split && omp_get_max_threads() > 1 && !omp_in_parallel() && internal::may_split()) {
+        shared.timed = adaptive_threads();
+        const int64_t start = shared.timed ? internal::steady_ns() : 0;
+#pragma omp parallel
+        {
+            Team team(shared, omp_get_thread_num(), omp_get_num_threads());
+            fn(team);
+        }
+        // As parallel_for: the steps' times added up are about what the team's
+        // work would cost on the calling thread alone.
+        if (shared.timed) {
+            const int64_t now = internal::steady_ns();
+            internal::thread_policy().record(now, now - start, shared.work_ns.load(std::memory_order_relaxed));
+        }
+        if (shared.error) std::rethrow_exception(shared.error);
+        return;
+    }
+#endif
+    (void)split;
+    Team team(shared, 0, 1);
+    fn(team);
 }
 
 } // namespace ember
