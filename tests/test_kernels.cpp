@@ -8,6 +8,7 @@
 // fast kernels (tests/meson.build): a reference build has no other side.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 
 #include <catch2/catch.hpp>
@@ -335,4 +336,18 @@ TEST_CASE("GELU's fast exact form gives the bits of its definition, forward and 
             return std::vector<Tensor>{y.detach(), x.grad()};
         });
     }
+    // The forward computes the slope gelu'(x) for the backward from the same
+    // erf: the edges of float32 too (zeros, subnormals, the largest values,
+    // infinities, NaN), 40 of them so that the vector loops see them.
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> edges = {0.0f, -0.0f,   1e-40f,   -1e-40f, 1e-30f, -1e-30f, 3.4e38f, -3.4e38f, inf,     -inf,
+                                NAN,  1.2374f, -1.2374f, 5.6f,    -5.6f,  1e5f,    -1e5f,   0.4375f,  -0.875f, 2.0f};
+    for (size_t i = 0; i < 20; ++i) edges.push_back(-edges[i] * 0.999f);
+    Tensor dout = randn({static_cast<int64_t>(edges.size())});
+    require_same_bits("gelu at float32's edges", [&] {
+        Tensor x = leaf(from_vector(edges));
+        Tensor y = gelu(x);
+        y.backward(dout);
+        return std::vector<Tensor>{y.detach(), x.grad()};
+    });
 }

@@ -152,10 +152,11 @@ void mt19937_temper(const uint32_t* in, uint32_t* out, int64_t n);
 namespace fast {
 
 // GELU's exact form over n contiguous floats (kernels/gelu.cpp): out =
-// gelu(x), and dx = dout * gelu'(x), by core/ops/gelu.h's loops compiled for
-// AVX2 and AVX-512 too and split between threads: the same bits.
+// gelu(x), and with it slope = gelu'(x) for the backward, by
+// core/ops/gelu.h's loops compiled for AVX2 and AVX-512 too and split
+// between threads: the same bits.
 void gelu_erf(const float* x, float* out, int64_t n);
-void gelu_erf_backward(const float* dout, const float* x, float* dx, int64_t n);
+void gelu_erf_with_slope(const float* x, float* out, float* slope, int64_t n);
 
 // AdamW's update of one parameter (kernels/adamw.cpp): n elements of param,
 // exp_avg and exp_avg_sq updated in place from grad; core/ops/adamw.h's

@@ -1,4 +1,4 @@
-// GELU's exact form, fast (fast::gelu_erf, fast::gelu_erf_backward,
+// GELU's exact form, fast (fast::gelu_erf, fast::gelu_erf_with_slope,
 // dispatch.h): the loops that define it (core/ops/gelu.h), compiled for
 // baseline x86-64, AVX2 and AVX-512 (vectorize.h) and split between
 // threads. ember's erf has no branch, so each copy runs 4, 8 or 16 elements
@@ -17,8 +17,9 @@ namespace {
 [[gnu::flatten]] EMBER_VECTOR_CLONES_512 void forward_slice(const float* x, float* out, int64_t n) {
     gelu_erf_loop(x, out, n);
 }
-[[gnu::flatten]] EMBER_VECTOR_CLONES_512 void backward_slice(const float* dout, const float* x, float* dx, int64_t n) {
-    gelu_erf_backward_loop(dout, x, dx, n);
+[[gnu::flatten]] EMBER_VECTOR_CLONES_512 void forward_slice_with_slope(const float* x, float* out, float* slope,
+                                                                       int64_t n) {
+    gelu_erf_loop_with_slope(x, out, slope, n);
 }
 
 } // namespace
@@ -27,8 +28,9 @@ void fast::gelu_erf(const float* x, float* out, int64_t n) {
     parallel_for(0, n, grain_for(16), [&](int64_t b, int64_t e) { forward_slice(x + b, out + b, e - b); });
 }
 
-void fast::gelu_erf_backward(const float* dout, const float* x, float* dx, int64_t n) {
-    parallel_for(0, n, grain_for(16), [&](int64_t b, int64_t e) { backward_slice(dout + b, x + b, dx + b, e - b); });
+void fast::gelu_erf_with_slope(const float* x, float* out, float* slope, int64_t n) {
+    parallel_for(0, n, grain_for(24),
+                 [&](int64_t b, int64_t e) { forward_slice_with_slope(x + b, out + b, slope + b, e - b); });
 }
 
 } // namespace ember::internal

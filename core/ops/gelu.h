@@ -18,17 +18,31 @@ namespace ember::internal {
 // The exact form: gelu(x) = x * Phi(x) with Phi the normal CDF,
 // Phi(x) = (1 + erf(x / sqrt 2)) / 2, so gelu'(x) = Phi(x) + x * phi(x) with
 // phi(x) = e^(-x^2/2) / sqrt(2 pi) the normal density. erf is ember's own
-// (core/loops/erf.h), so that a loop of these vectorises.
+// (core/loops/erf.h), so that a loop of these vectorises. Both are written
+// from e = erf(x / sqrt 2), so that a loop computing the two together
+// (gelu_erf_loop_with_slope) computes e once and gives the same bits.
+template <typename T>
+T gelu_erf_of(T x) {
+    return error_function(x * T(std::numbers::sqrt2 / 2));
+}
+template <typename T>
+T gelu_erf_from(T x, T e) {
+    return x * T(0.5) * (T(1) + e);
+}
+template <typename T>
+T gelu_erf_grad_from(T x, T e) {
+    const T alpha = T(1 / std::sqrt(2 * std::numbers::pi)); // 1/sqrt(2 pi)
+    T cdf = T(0.5) * (T(1) + e);
+    T pdf = alpha * exponential(T(-0.5) * x * x);
+    return cdf + x * pdf;
+}
 template <typename T>
 T gelu_erf(T x) {
-    return x * T(0.5) * (T(1) + error_function(x * T(std::numbers::sqrt2 / 2)));
+    return gelu_erf_from(x, gelu_erf_of(x));
 }
 template <typename T>
 T gelu_erf_grad(T x) {
-    const T alpha = T(1 / std::sqrt(2 * std::numbers::pi)); // 1/sqrt(2 pi)
-    T cdf = T(0.5) * (T(1) + error_function(x * T(std::numbers::sqrt2 / 2)));
-    T pdf = alpha * exponential(T(-0.5) * x * x);
-    return cdf + x * pdf;
+    return gelu_erf_grad_from(x, gelu_erf_of(x));
 }
 
 // The tanh form (GPT-2's): gelu(x) ~ x/2 * (1 + tanh(u)), u = beta (x + kappa x^3),
@@ -54,15 +68,20 @@ T gelu_tanh_grad(T x) {
     return left_derivative + right_derivative * inner_derivative;
 }
 
-// The exact form over n contiguous elements, forward (out = gelu(x)) and
-// backward (dx = dout * gelu'(x)), as gelu's map over a tensor computes
-// each element. __restrict__: the arrays do not overlap.
+// The exact form over n contiguous elements: out = gelu(x); and, for a
+// forward that will be differentiated, the slope gelu'(x) too, from the
+// same erf (gelu's backward is then dx = dout * slope). __restrict__: the
+// arrays do not overlap.
 inline void gelu_erf_loop(const float* __restrict__ x, float* __restrict__ out, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out[i] = gelu_erf(x[i]);
 }
-inline void gelu_erf_backward_loop(const float* __restrict__ dout, const float* __restrict__ x, float* __restrict__ dx,
-                                   int64_t n) {
-    for (int64_t i = 0; i < n; ++i) dx[i] = dout[i] * gelu_erf_grad(x[i]);
+inline void gelu_erf_loop_with_slope(const float* __restrict__ x, float* __restrict__ out, float* __restrict__ slope,
+                                     int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float e = gelu_erf_of(x[i]);
+        out[i] = gelu_erf_from(x[i], e);
+        slope[i] = gelu_erf_grad_from(x[i], e);
+    }
 }
 
 } // namespace ember::internal

@@ -192,37 +192,38 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
     bool tanh_form = approximate == "tanh";
     if (!tanh_form && approximate != "none")
         fail<ValueError>("gelu", "approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
-    // The exact form on contiguous floats runs core/ops/gelu.h's loop compiled
-    // for AVX2 and AVX-512 (core/kernels/gelu.cpp): the same bits.
-    const auto fast_erf = [tanh_form](const Tensor& a, const Tensor& b) {
-        static_cast<void>(tanh_form); // unused where the fast kernels are not built
-        if constexpr (internal::kFastKernelsBuilt)
-            return !tanh_form && internal::use_fast_kernels() && a.dtype() == kFloat32 && a.is_contiguous() &&
-                   b.dtype() == kFloat32 && b.is_contiguous() && a.shape() == b.shape();
-        return false;
-    };
-    Tensor out;
-    if (fast_erf(x, x)) {
+    // forward: out = gelu(x), so dx = dout * gelu'(x) (derivatives in
+    // core/ops/gelu.h). The slope gelu'(x) is computed here, in the forward,
+    // and saved in x's place: the exact form's erf is the costly part of
+    // both, and the fast loop below computes it once for the two.
+    const bool grad = needs_grad(x);
+    Tensor out, slope;
+    // The exact form on contiguous float32 runs core/ops/gelu.h's loops
+    // compiled for AVX2 and AVX-512 (core/kernels/gelu.cpp): the same bits.
+    bool fast_erf = false;
+    if constexpr (internal::kFastKernelsBuilt)
+        fast_erf = !tanh_form && internal::use_fast_kernels() && x.dtype() == kFloat32 && x.is_contiguous();
+    if (fast_erf) {
         out = empty_for("gelu", x.shape(), kFloat32);
-        if constexpr (internal::kFastKernelsBuilt)
-            internal::fast::gelu_erf(x.data_ptr<float>(), out.data_ptr<float>(), x.numel());
+        if constexpr (internal::kFastKernelsBuilt) {
+            if (grad) {
+                slope = empty_for("gelu", x.shape(), kFloat32);
+                internal::fast::gelu_erf_with_slope(x.data_ptr<float>(), out.data_ptr<float>(), slope.data_ptr<float>(),
+                                                    x.numel());
+            } else {
+                internal::fast::gelu_erf(x.data_ptr<float>(), out.data_ptr<float>(), x.numel());
+            }
+        }
     } else {
         out = tanh_form ? float_unary("gelu", x, [](auto v) { return gelu_tanh(v); })
                         : float_unary("gelu", x, [](auto v) { return gelu_erf(v); });
+        if (grad)
+            slope = tanh_form ? float_unary("gelu", x, [](auto v) { return gelu_tanh_grad(v); })
+                              : float_unary("gelu", x, [](auto v) { return gelu_erf_grad(v); });
     }
-    // forward: out = gelu(x), so dx = dout * gelu'(x) (derivatives in core/ops/gelu.h).
-    if (needs_grad(x))
-        attach(out, "GeluBackward0", {x}, [tanh_form, fast_erf, xs = SavedTensor(x)](const Tensor& dout) -> Grads {
-            const Tensor saved = xs.get();
-            if (tanh_form) return {grad_map(dout, saved, [](auto g, auto xv) { return g * gelu_tanh_grad(xv); })};
-            if (fast_erf(dout, saved)) {
-                Tensor dx = empty_for("backward", saved.shape(), kFloat32);
-                if constexpr (internal::kFastKernelsBuilt)
-                    internal::fast::gelu_erf_backward(dout.data_ptr<float>(), saved.data_ptr<float>(),
-                                                      dx.data_ptr<float>(), dx.numel());
-                return {dx};
-            }
-            return {grad_map(dout, saved, [](auto g, auto xv) { return g * gelu_erf_grad(xv); })};
+    if (grad)
+        attach(out, "GeluBackward0", {x}, [slope = SavedTensor(slope)](const Tensor& dout) -> Grads {
+            return {grad_map(dout, slope.get(), [](auto g, auto s) { return g * s; })};
         });
     return out;
 }
