@@ -10,6 +10,7 @@
 #include "core/autograd/autograd.h"
 #include "core/kernels/dispatch.h"
 #include "core/ops/adamw.h"
+#include "core/ops/reduce.h"
 #include "core/tensor/internal.h"
 
 namespace ember::optim {
@@ -216,6 +217,24 @@ void AdamW::load_state_dict(const nn::StateDict& state) {
 
 // ---- clip_grad_norm_ ---------------------------------------------------------------------------------
 
+namespace {
+
+// sum(g.to(kFloat64) * g.to(kFloat64)) without the two copies: the square
+// of a float is exact in double, and fold_reduced adds the squares in the
+// order sum() adds a tensor's elements, so the result has sum's bits.
+double sum_of_squares(const Tensor& g) {
+    const internal::ReduceGeometry geometry = internal::reduce_geometry(g, {}, false, "clip_grad_norm_");
+    double total = 0;
+    dispatch_floating(g.dtype(), "clip_grad_norm_", [&]<typename T>(TypeTag<T>) {
+        internal::fold_reduced<T, double>(
+            g, geometry, 0.0, [](double acc, T v, int64_t) { return acc + double(v) * double(v); },
+            [](double a, double b) { return a + b; }, [&total](int64_t, double acc) { total = acc; });
+    });
+    return total;
+}
+
+} // namespace
+
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
     if (!(norm_type == 2.0 || std::isinf(norm_type)))
         fail<ValueError>("clip_grad_norm_", "norm_type must be 2 or infinity, got ", norm_type);
@@ -226,8 +245,8 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     double total = 0;
     for (const Tensor& p : params) {
         if (!p.grad().defined()) continue;
-        Tensor g = p.grad().to(kFloat64);
-        double norm = std::isinf(norm_type) ? max(abs(g)).item<double>() : std::sqrt(sum(g * g).item<double>());
+        double norm = std::isinf(norm_type) ? max(abs(p.grad().to(kFloat64))).item<double>()
+                                            : std::sqrt(sum_of_squares(p.grad()));
         total = std::isinf(norm_type) ? std::max(total, norm) : total + norm * norm;
     }
     if (!std::isinf(norm_type)) total = std::sqrt(total);

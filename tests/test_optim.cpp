@@ -91,6 +91,32 @@ TEST_CASE("clip_grad_norm_ scales all gradients together, as PyTorch", "[optim]"
     require_close(p3.grad(), tensor({0.3f, 0.4f}), {1e-6, 0});
 }
 
+TEST_CASE("clip_grad_norm_'s 2-norm has the bits of its definition in tensor ops", "[optim]") {
+    // total = sqrt(sum over parameters of ||g||^2), each ||g|| = sqrt(sum(g^2))
+    // in float64: at 1 and 2 threads, for gradients of one chunk of the sum
+    // and of several (sum() adds 16,384 elements a chunk), a transposed one,
+    // and float64.
+    manual_seed(11);
+    const int threads = get_num_threads();
+    for (int t : {1, std::min(2, max_num_threads())}) {
+        set_num_threads(t);
+        std::vector<Tensor> params = {zeros({7}), zeros({300, 170}), zeros({130, 260}), zeros({5000}, kFloat64)};
+        std::vector<Tensor> grads = {randn({7}), randn({300, 170}) * 1e-3, randn({260, 130}).t() * 50,
+                                     randn({5000}, kFloat64)};
+        double expected = 0;
+        for (size_t i = 0; i < params.size(); ++i) {
+            params[i].requires_grad_();
+            params[i].set_grad(grads[i]);
+            const Tensor g = grads[i].to(kFloat64);
+            const double norm = std::sqrt(sum(g * g).item<double>());
+            expected += norm * norm;
+        }
+        expected = std::sqrt(expected);
+        CHECK(optim::clip_grad_norm_(params, 1e9) == expected);
+    }
+    set_num_threads(threads);
+}
+
 TEST_CASE("an optimiser's saved state continues a run exactly", "[optim]") {
     auto run = [](int steps_before, bool restore) {
         manual_seed(5);

@@ -68,11 +68,12 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t batch_size, double 
         m.activations = 4 * (L * (13 * btc + 1.25 * att) + dropout * L * 1.25 * att + 2 * btv + 9 * btc);
     }
     m.data = 17 * text_bytes; // the text, its ids as a std::vector and as a tensor (8 bytes each)
-    // clip_grad_norm_ measures each gradient in float64: a copy and its
-    // square, 16 bytes per element, of one parameter at a time. The largest
-    // is the bigram's table, else an MLP's (4C,C), the fast model's c_attn
-    // (3C,C), an embedding or lm_head: bounded by the largest of those.
-    m.clipping = 16 * (c.stage == Stage::Bigram ? V * V : std::max({4 * C * C, V * C, T * C}));
+    // A parameter's first gradient of a step is a copy of the one backward
+    // computed (AccumulateGrad), so for a moment both are held: 4 bytes per
+    // element of one parameter at a time. The largest is the bigram's
+    // table, else an MLP's (4C,C), the fast model's c_attn (3C,C), an
+    // embedding or lm_head: bounded by the largest of those.
+    m.gradient_copy = 4 * (c.stage == Stage::Bigram ? V * V : std::max({4 * C * C, V * C, T * C}));
     return m;
 }
 
@@ -146,7 +147,7 @@ std::string memory_problem(const MemoryEstimate& need, const std::optional<Memor
     for (const auto& [bytes, what] :
          {std::pair{need.parameters, "parameters, gradients and AdamW state "},
           std::pair{need.buffers, "attention masks "}, std::pair{need.activations, "activations of a batch "},
-          std::pair{need.data, "the text "}, std::pair{need.clipping, "measuring the gradients' norm "}})
+          std::pair{need.data, "the text "}, std::pair{need.gradient_copy, "a gradient's copy "}})
         if (bytes > 0) parts += (parts.empty() ? "" : ", ") + std::string(what) + human_bytes(bytes);
     const std::string who = processes == 1 ? "this run needs about " + human_bytes(need.total())
                                            : "the " + std::to_string(processes) +

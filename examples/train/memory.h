@@ -17,12 +17,12 @@ namespace train {
 
 // What a run needs, in bytes, by part.
 struct MemoryEstimate {
-    double parameters = 0;  // weights, gradients and AdamW's two moments: 16 bytes per parameter
-    double buffers = 0;     // the attention masks
-    double activations = 0; // what one training step keeps for backward, at its peak
-    double data = 0;        // the text: its bytes and its encoded int64 ids
-    double clipping = 0;    // clip_grad_norm_'s float64 copy of the largest gradient, and its square
-    double total() const { return parameters + buffers + activations + data + clipping; }
+    double parameters = 0;    // weights, gradients and AdamW's two moments: 16 bytes per parameter
+    double buffers = 0;       // the attention masks
+    double activations = 0;   // what one training step keeps for backward, at its peak
+    double data = 0;          // the text: its bytes and its encoded int64 ids
+    double gradient_copy = 0; // a parameter's first gradient, copied by backward while the original lives
+    double total() const { return parameters + buffers + activations + data + gradient_copy; }
 };
 
 // The number of parameters make_model(config) would build, counted without
@@ -32,7 +32,7 @@ double count_parameters(const ModelConfig& config);
 // The memory of training `config` with AdamW on batches of batch_size x
 // block_size tokens from a text of text_bytes characters, measuring the
 // gradients' norm every step (clip_grad_norm_, as train_gpt and train_tasks
-// do, clipping or not).
+// do, clipping or not; it reads each gradient where it lies).
 MemoryEstimate estimate_memory(const ModelConfig& config, int64_t batch_size, double text_bytes);
 
 // The memory this process may still use, and where that number comes from.
