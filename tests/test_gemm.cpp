@@ -141,7 +141,7 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
     // adds, which LeakSanitizer reports in CI's sanitize build.)
     std::vector<std::pair<const char*, Kernel<float>>> kernels = {{"AVX2", gemm_packed_avx2}};
     if (cpu_has_avx512f()) kernels.emplace_back("AVX-512", gemm_packed_avx512);
-    const std::vector<Shape3> shapes = {{70, 300, 100}, {66, 300, 100}, {10, 300, 300},
+    const std::vector<Shape3> shapes = {{70, 300, 100}, {66, 300, 100}, {10, 300, 300}, {20, 600, 4100},
                                         {768, 128, 65}, {65, 768, 128}, {29, 513, 301}};
     for_each_case<float>(shapes, 31, [&](const Shape3& s, auto ma, auto mb, bool accumulate) {
         const int before = get_num_threads();

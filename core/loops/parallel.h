@@ -16,8 +16,9 @@
 // spinning helper thread uses up its share of that core, so the next loop
 // often finds it descheduled and waits milliseconds for it: on two cores a
 // training run beside one busy program took 3-4x longer on two threads than
-// on one. So parallel_for times every loop it splits: the wall time, and
-// the chunks' times added up, about what it would cost on one thread.
+// on one. So parallel_for times every loop it splits (and parallel_team
+// every team): the wall time, and the chunks' times added up, about what
+// it would cost on one thread.
 // When a couple of milliseconds of split loops cost more than they would
 // have serially, loops stay on the calling thread for a while (20 ms, then
 // doubling up to 1 s while the machine stays busy), then split again to
@@ -51,7 +52,7 @@ void set_num_threads(int n);
 // (100,000 crash inside OpenMP).
 int max_num_threads();
 
-// Whether parallel_for runs loops serially while threads do not pay (Note
+// Whether parallel_for (and parallel_team) run serially while threads do not pay (Note
 // [Threads on a busy machine]); on by default. Tests that must exercise the
 // split path turn it off.
 void set_adaptive_threads(bool on);
@@ -85,7 +86,7 @@ private:
     bool warm_ = false;
 };
 
-// The policy parallel_for uses.
+// The policy parallel_for and parallel_team use.
 ThreadPolicy& thread_policy();
 
 inline int64_t steady_ns() {
@@ -199,7 +200,7 @@ public:
 
     template <typename F>
     void run(const F& f) {
-        if (threads_ == 1) { // alone, on the calling thread: nothing to catch or time
+        if (!in_region_) { // alone, on the calling thread: nothing to catch or time
             f();
             return;
         }
@@ -223,11 +224,15 @@ public:
         bool timed = false;
         std::atomic<int64_t> work_ns{0}; // every thread's step time, summed
     };
-    Team(Shared& shared, int64_t thread, int64_t threads) : shared_(shared), thread_(thread), threads_(threads) {}
+    // in_region: inside parallel_team's OpenMP region, where an exception
+    // must not escape a step (even when OpenMP gave the region one thread).
+    Team(Shared& shared, int64_t thread, int64_t threads, bool in_region)
+        : shared_(shared), thread_(thread), threads_(threads), in_region_(in_region) {}
 
 private:
     Shared& shared_;
     int64_t thread_, threads_;
+    bool in_region_;
 };
 
 template <typename F>
@@ -239,7 +244,7 @@ void parallel_team(bool split, const F& fn) {
         const int64_t start = shared.timed ? internal::steady_ns() : 0;
 #pragma omp parallel
         {
-            Team team(shared, omp_get_thread_num(), omp_get_num_threads());
+            Team team(shared, omp_get_thread_num(), omp_get_num_threads(), true);
             fn(team);
         }
         // As parallel_for: the steps' times added up are about what the team's
@@ -253,7 +258,7 @@ void parallel_team(bool split, const F& fn) {
     }
 #endif
     (void)split;
-    Team team(shared, 0, 1);
+    Team team(shared, 0, 1, false);
     fn(team);
 }
 

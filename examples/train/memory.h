@@ -32,7 +32,7 @@ double count_parameters(const ModelConfig& config);
 // The memory of training `config` with AdamW on batches of batch_size x
 // block_size tokens from a text of text_bytes characters, measuring the
 // gradients' norm every step (clip_grad_norm_, as train_gpt and train_tasks
-// do, clipping or not; it reads each gradient where it lies).
+// do, clipping or not; its 2-norm reads each gradient where it lies).
 MemoryEstimate estimate_memory(const ModelConfig& config, int64_t batch_size, double text_bytes);
 
 // The memory this process may still use, and where that number comes from.
