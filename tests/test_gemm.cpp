@@ -134,7 +134,9 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
     // 14 x 32 tiles is 20 tiles, 10 each, the first run two whole row
     // panels and half of the third, the second the rest of it and two
     // more; 66 x 100 does the same in AVX2's 6 x 16 (77 tiles, 39 + 38);
-    // 10 x 300 is one row panel, split inside it. Also lm_head's products,
+    // 10 x 300 is one row panel, split inside it; 20 x 4100 is two blocks
+    // of columns, the threads meeting at a barrier between them, the last
+    // block 4 columns wide and so read at another depth. Also lm_head's products,
     // whose last panel of 1 column has a kernel of its own. Each tile is
     // computed the same whoever computes it: the bits of one thread. (Two
     // threads, not more: libomp keeps what it allocates for each thread it

@@ -15,16 +15,19 @@
 
 // The loop nest:
 //
+//   one team of threads for the whole product (parallel_team):
 //   for each block of kNc columns of C (jc):
 //     for each block of kKc values of k (pc): 256 (AVX2, portable), 512 (AVX-512)
 //       pack B[pc:+kc, jc:+nc] into panels of kNr columns    (threads share it, L3)
-//       in parallel, each thread an equal run of C's kMr x kNr tiles,
+//       barrier: every panel is packed
+//       each thread an equal run of C's kMr x kNr tiles,
 //       taken row panel by row panel (so whole row panels, and part of
 //       one at either end):
 //         for each block of kMc rows (ic) in that run:
 //           pack A[ic:+mc, pc:+kc] into panels of kMr rows      (per thread, L2)
 //           for each kNr-column panel (jr), for each kMr-row panel (ir):
 //             the micro-kernel: C[ir:+kMr, jr:+kNr] += Apanel @ Bpanel (registers)
+//       barrier (before the next block is packed): every thread is done with this block
 //
 // (kMr x kNr is 6 x 16 for AVX2, 14 x 32 for AVX-512; the portable tile's
 // is in gemm_portable.cpp.)
