@@ -2,6 +2,7 @@
 """nanoGPT's "I only have a macbook" run, in ember and in PyTorch, back to back.
 
     /usr/bin/python3 bench/macbook.py                 # both, once each
+    /usr/bin/python3 bench/macbook.py --pairs 5       # five pairs, alternating; the median ratio
     /usr/bin/python3 bench/macbook.py --only torch    # the PyTorch twin alone
 
 nanoGPT's README trains a small character-level GPT on tiny Shakespeare on
@@ -21,9 +22,13 @@ PyTorch with its defaults (Debian's torch runs its own loops on one
 thread, and OpenBLAS its products on every core; torch.set_num_threads(2)
 made this run slower here, its threads and OpenBLAS's competing).
 It prints each run's evaluations, wall time and tokens per second, and the
-ratio. The twin builds its modules in ember's order, so seed 1337 draws the
-same weights and batches in both: the evaluations agree to the printed
-digit (measured: val 1.8843 at step 2,000 in both).
+ratio. On a shared machine (a virtual machine, a laptop with a browser
+open) one pair is a sample of the machine's load as much as of the two
+programs: --pairs N runs N pairs, which of the two goes first alternating
+from pair to pair, and prints every pair's ratio and their median. The
+twin builds its modules in ember's order, so seed 1337 draws the same
+weights and batches in both: the evaluations agree to the printed digit
+(measured: val 1.8843 at step 2,000 in both).
 
 PyTorch must multiply through OpenBLAS (Debian's libopenblas0-pthread):
 with the reference BLAS it runs at a few GFLOP/s and the ratio lies; the
@@ -33,6 +38,7 @@ import argparse
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -136,27 +142,52 @@ def run_torch():
     return evals, time.monotonic() - start, libs, torch.get_num_threads()
 
 
+def one_pair(args, ember_first):
+    """Runs ember and the twin (or the one of --only), ember first or second; their (val, seconds) by name."""
+    tokens = CONFIG["max_iters"] * CONFIG["batch_size"] * CONFIG["block_size"]
+    results = {}
+    order = ["ember", "torch"] if ember_first else ["torch", "ember"]
+    for name in order:
+        if args.only not in (None, name):
+            continue
+        if name == "ember":
+            evals, seconds = run_ember(args.program)
+            for step, v in evals:
+                print(f"  ember step {step}: val loss {v:.4f}")
+            results["ember"] = (evals[-1][1], seconds)
+            print(f"ember: val {evals[-1][1]:.4f} in {seconds:.1f} s ({tokens / seconds:,.0f} tokens/s of training, "
+                  "evaluations included)", flush=True)
+        else:
+            evals, seconds, libs, threads = run_torch()
+            results["torch"] = (evals[-1][1], seconds)
+            print(f"PyTorch {__import__('torch').__version__} ({threads} threads, {', '.join(libs)}): val "
+                  f"{evals[-1][1]:.4f} in {seconds:.1f} s ({tokens / seconds:,.0f} tokens/s)", flush=True)
+    if len(results) == 2:
+        print(f"ember / PyTorch: {results['torch'][1] / results['ember'][1]:.2f}x the speed", flush=True)
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--program", default=os.path.join(ROOT, "build", "examples", "train_gpt"))
     parser.add_argument("--only", choices=["ember", "torch"])
+    parser.add_argument("--pairs", type=int, default=1, help="pairs to run, alternating which goes first")
     args = parser.parse_args()
-    tokens = CONFIG["max_iters"] * CONFIG["batch_size"] * CONFIG["block_size"]
-    results = {}
-    if args.only != "torch":
-        evals, seconds = run_ember(args.program)
-        for step, v in evals:
-            print(f"  ember step {step}: val loss {v:.4f}")
-        results["ember"] = (evals[-1][1], seconds)
-        print(f"ember: val {evals[-1][1]:.4f} in {seconds:.1f} s ({tokens / seconds:,.0f} tokens/s of training, "
-              "evaluations included)", flush=True)
-    if args.only != "ember":
-        evals, seconds, libs, threads = run_torch()
-        results["torch"] = (evals[-1][1], seconds)
-        print(f"PyTorch {__import__('torch').__version__} ({threads} threads, {', '.join(libs)}): val "
-              f"{evals[-1][1]:.4f} in {seconds:.1f} s ({tokens / seconds:,.0f} tokens/s)")
-    if len(results) == 2:
-        print(f"ember / PyTorch: {results['torch'][1] / results['ember'][1]:.2f}x the speed")
+    if args.pairs < 1:
+        parser.error("--pairs must be at least 1")
+    pairs = []
+    for i in range(args.pairs):
+        if args.pairs > 1:
+            print(f"pair {i + 1} of {args.pairs}:", flush=True)
+        pairs.append(one_pair(args, ember_first=i % 2 == 0))
+    if args.pairs > 1 and args.only is None:
+        rows = [(p["ember"][1], p["torch"][1], p["torch"][1] / p["ember"][1]) for p in pairs]
+        for i, (e, t, r) in enumerate(rows):
+            print(f"pair {i + 1}: ember {e:.1f} s, PyTorch {t:.1f} s, {r:.2f}x")
+        ratios = sorted(r for _, _, r in rows)
+        print(f"median of {len(ratios)} pairs: {statistics.median(ratios):.2f}x "
+              f"(from {ratios[0]:.2f}x to {ratios[-1]:.2f}x); ember under 60 s in "
+              f"{sum(e < 60 for e, _, _ in rows)} of {len(rows)}")
 
 
 if __name__ == "__main__":
