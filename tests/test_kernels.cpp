@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "core/kernels/dispatch.h"
+#include "core/kernels/gemm.h"
 
 using namespace ember;
 using namespace ember::testing;
@@ -253,6 +254,53 @@ TEST_CASE("FlashAttention equals scaled_dot_product_attention's definition withi
                                  c.name + " " + dtype_name(dtype) + ": " + names[i]);
             if (c.p > 0) require_equal(results[0][0] == 0, results[1][0] == 0, c.name + ": the dropped weights");
         }
+}
+
+TEST_CASE("FlashAttention's causal strips give the bits of the whole masked blocks", "[kernels][sdpa]") {
+    // With is_causal the products over a block on the diagonal leave out,
+    // 16 rows or keys at a time, what the mask hides; the same mask given
+    // as a bool tensor runs whole blocks, the masked keys' zero weights
+    // included. What the strips leave out adds exactly 0, so the two agree
+    // bit for bit: output and every gradient, float32 and float64, on every
+    // tile. Rows of 64 (one block, four strips), 40 (a partial strip), 150
+    // (three blocks, the last partial), 70 queries against 130 keys (the
+    // mask's corner off the blocks' diagonal), and dropout.
+    struct Case {
+        std::string name;
+        Shape q, kv;
+        double p;
+    };
+    const std::vector<Case> cases = {
+        {"one block", {2, 3, 64, 32}, {2, 3, 64, 32}, 0.0},
+        {"a partial strip", {2, 3, 40, 16}, {2, 3, 40, 16}, 0.0},
+        {"three blocks, dropout", {1, 2, 150, 32}, {1, 2, 150, 32}, 0.2},
+        {"rectangular", {1, 2, 70, 8}, {1, 2, 130, 8}, 0.0},
+    };
+    using internal::GemmTile;
+    for (GemmTile tile : {GemmTile::kAvx2, GemmTile::kAvx512, GemmTile::kPortable}) {
+        internal::GemmTileGuard guard(tile);
+        for (const Case& c : cases)
+            for (DType dtype : {kFloat32, kFloat64}) {
+                manual_seed(12);
+                Tensor q0 = randn(c.q, dtype), k0 = randn(c.kv, dtype), v0 = randn(c.kv, dtype);
+                Tensor dout = randn(c.q, dtype);
+                Tensor allowed = tril(ones({c.q[2], c.kv[2]})) != 0; // key j <= query i, PyTorch's is_causal
+                std::vector<Tensor> results[2];
+                for (int as_tensor = 0; as_tensor < 2; ++as_tensor) {
+                    Generator gen(5);
+                    Tensor q = leaf(q0), k = leaf(k0), v = leaf(v0);
+                    Tensor out = as_tensor ? scaled_dot_product_attention(q, k, v, allowed, c.p, false, {}, &gen)
+                                           : scaled_dot_product_attention(q, k, v, {}, c.p, true, {}, &gen);
+                    out.backward(dout);
+                    results[as_tensor] = {out, q.grad(), k.grad(), v.grad()};
+                }
+                const char* names[] = {"out", "dq", "dk", "dv"};
+                for (int i = 0; i < 4; ++i)
+                    require_equal(results[0][i], results[1][i],
+                                  c.name + " " + dtype_name(dtype) + " tile " + std::to_string(static_cast<int>(tile)) +
+                                      ": " + names[i]);
+            }
+    }
 }
 
 TEST_CASE("FlashAttention on heads cut from one projection: laid out as them, same values", "[kernels][sdpa]") {
