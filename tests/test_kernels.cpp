@@ -263,8 +263,8 @@ TEST_CASE("FlashAttention's causal strips give the bits of the whole masked bloc
     // included. What the strips leave out adds exactly 0, so the two agree
     // bit for bit: output and every gradient, float32 and float64, on every
     // tile. Rows of 64 (one block, four strips), 40 (a partial strip), 150
-    // (three blocks, the last partial), 70 queries against 130 keys (the
-    // mask's corner off the blocks' diagonal), and dropout.
+    // (three blocks, the last partial), 70 queries against 130 keys and 130
+    // against 70 (the mask's corner off the blocks' diagonal), and dropout.
     struct Case {
         std::string name;
         Shape q, kv;
@@ -274,7 +274,8 @@ TEST_CASE("FlashAttention's causal strips give the bits of the whole masked bloc
         {"one block", {2, 3, 64, 32}, {2, 3, 64, 32}, 0.0},
         {"a partial strip", {2, 3, 40, 16}, {2, 3, 40, 16}, 0.0},
         {"three blocks, dropout", {1, 2, 150, 32}, {1, 2, 150, 32}, 0.2},
-        {"rectangular", {1, 2, 70, 8}, {1, 2, 130, 8}, 0.0},
+        {"fewer queries than keys", {1, 2, 70, 8}, {1, 2, 130, 8}, 0.0},
+        {"more queries than keys, dropout", {1, 2, 130, 8}, {1, 2, 70, 8}, 0.1},
     };
     using internal::GemmTile;
     for (GemmTile tile : {GemmTile::kAvx2, GemmTile::kAvx512, GemmTile::kPortable}) {
