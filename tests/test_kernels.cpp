@@ -269,6 +269,7 @@ TEST_CASE("FlashAttention's causal strips give the bits of the whole masked bloc
         std::string name;
         Shape q, kv;
         double p;
+        int64_t Ev = 0; // the values' last dim, when not the keys'
     };
     const std::vector<Case> cases = {
         {"one block", {2, 3, 64, 32}, {2, 3, 64, 32}, 0.0},
@@ -276,6 +277,8 @@ TEST_CASE("FlashAttention's causal strips give the bits of the whole masked bloc
         {"three blocks, dropout", {1, 2, 150, 32}, {1, 2, 150, 32}, 0.2},
         {"fewer queries than keys", {1, 2, 70, 8}, {1, 2, 130, 8}, 0.0},
         {"more queries than keys, dropout", {1, 2, 130, 8}, {1, 2, 70, 8}, 0.1},
+        {"a last strip of 4, one value a key", {1, 2, 36, 8}, {1, 2, 36, 8}, 0.0, 1},
+        {"one feature, one value", {1, 2, 52, 1}, {1, 2, 52, 1}, 0.0, 1},
     };
     using internal::GemmTile;
     for (GemmTile tile : {GemmTile::kAvx2, GemmTile::kAvx512, GemmTile::kPortable}) {
@@ -283,8 +286,10 @@ TEST_CASE("FlashAttention's causal strips give the bits of the whole masked bloc
         for (const Case& c : cases)
             for (DType dtype : {kFloat32, kFloat64}) {
                 manual_seed(12);
-                Tensor q0 = randn(c.q, dtype), k0 = randn(c.kv, dtype), v0 = randn(c.kv, dtype);
-                Tensor dout = randn(c.q, dtype);
+                Shape v_shape = c.kv, out_shape = c.q;
+                if (c.Ev) v_shape.back() = out_shape.back() = c.Ev;
+                Tensor q0 = randn(c.q, dtype), k0 = randn(c.kv, dtype), v0 = randn(v_shape, dtype);
+                Tensor dout = randn(out_shape, dtype);
                 Tensor allowed = tril(ones({c.q[2], c.kv[2]})) != 0; // key j <= query i, PyTorch's is_causal
                 std::vector<Tensor> results[2];
                 for (int as_tensor = 0; as_tensor < 2; ++as_tensor) {

@@ -58,8 +58,14 @@ constexpr int64_t kBlock = 64;
 // the mask hides. What they leave out is a weight e^(-inf) = 0 or its
 // gradient 0, times a finite value: a multiply-add of exactly 0, so the
 // strips give the bits the whole block gives, at 5/8 of its work on a 64 x
-// 64 block (tests/test_kernels.cpp compares the two).
+// 64 block (tests/test_kernels.cpp compares the two). The last strip takes
+// in what is left (16 to 31 rows): a product of 4 rows or fewer would sum
+// in another order (fast::gemm's dot_rows), and the bits would change.
 constexpr int64_t kStrip = 16;
+
+// The length of the strip from `at` in [0, n): kStrip, or all that is
+// left when that is less than two strips.
+inline int64_t strip_at(int64_t at, int64_t n) { return n - at < 2 * kStrip ? n - at : kStrip; }
 
 // ---- the element-wise steps over a block of scores ---------------------------------------
 //
@@ -250,9 +256,8 @@ struct Problem {
     template <class F>
     void row_strips(int64_t i0, int64_t rows, int64_t j0, int64_t cols, F f) const {
         const bool causal = mask_kind == AttentionMask::causal;
-        const int64_t strip = causal ? kStrip : rows;
-        for (int64_t r0 = 0; r0 < rows; r0 += strip) {
-            const int64_t h = std::min(strip, rows - r0);
+        for (int64_t r0 = 0, h = 0; r0 < rows; r0 += h) {
+            h = causal ? strip_at(r0, rows) : rows;
             const int64_t seen = causal ? std::clamp<int64_t>(i0 + r0 + h - j0, 0, cols) : cols;
             if (seen > 0) f(r0, h, seen);
         }
@@ -263,10 +268,10 @@ struct Problem {
     template <class F>
     void key_strips(int64_t i0, int64_t rows, int64_t j0, int64_t cols, F f) const {
         const bool causal = mask_kind == AttentionMask::causal;
-        const int64_t strip = causal ? kStrip : cols;
-        for (int64_t c0 = 0; c0 < cols; c0 += strip) {
+        for (int64_t c0 = 0, keys = 0; c0 < cols; c0 += keys) {
+            keys = causal ? strip_at(c0, cols) : cols;
             const int64_t first = causal ? std::clamp<int64_t>(j0 + c0 - i0, 0, rows) : 0;
-            if (first < rows) f(c0, std::min(strip, cols - c0), first);
+            if (first < rows) f(c0, keys, first);
         }
     }
 
