@@ -265,11 +265,16 @@ TEST_CASE("FlashAttention's causal strips give the bits of the whole masked bloc
     // tile. Rows of 64 (one block, four strips), 40 (a partial strip), 150
     // (three blocks, the last partial), 70 queries against 130 keys and 130
     // against 70 (the mask's corner off the blocks' diagonal), and dropout.
+    // A product of 4 rows or fewer sums in another order (fast::gemm's
+    // dot_rows, taken when B's rows are contiguous): blocks whose last strip
+    // would be that short, with one value per key, one feature, one key, or
+    // k and v stored transposed.
     struct Case {
         std::string name;
         Shape q, kv;
         double p;
-        int64_t Ev = 0; // the values' last dim, when not the keys'
+        int64_t Ev = 0;          // the values' last dim, when not the keys'
+        bool transposed = false; // k and v stored (..., E, S): their rows strided by 1
     };
     const std::vector<Case> cases = {
         {"one block", {2, 3, 64, 32}, {2, 3, 64, 32}, 0.0},
@@ -279,6 +284,10 @@ TEST_CASE("FlashAttention's causal strips give the bits of the whole masked bloc
         {"more queries than keys, dropout", {1, 2, 130, 8}, {1, 2, 70, 8}, 0.1},
         {"a last strip of 4, one value a key", {1, 2, 36, 8}, {1, 2, 36, 8}, 0.0, 1},
         {"one feature, one value", {1, 2, 52, 1}, {1, 2, 52, 1}, 0.0, 1},
+        {"one value a key, dropout", {1, 2, 100, 8}, {1, 2, 100, 8}, 0.3, 1},
+        {"k and v transposed", {1, 2, 100, 8}, {1, 2, 100, 8}, 0.0, 0, true},
+        {"3 queries, one value a key", {1, 2, 3, 8}, {1, 2, 64, 8}, 0.0, 1},
+        {"one key", {1, 2, 20, 8}, {1, 2, 1, 8}, 0.0},
     };
     using internal::GemmTile;
     for (GemmTile tile : {GemmTile::kAvx2, GemmTile::kAvx512, GemmTile::kPortable}) {
@@ -294,11 +303,15 @@ TEST_CASE("FlashAttention's causal strips give the bits of the whole masked bloc
                 std::vector<Tensor> results[2];
                 for (int as_tensor = 0; as_tensor < 2; ++as_tensor) {
                     Generator gen(5);
-                    Tensor q = leaf(q0), k = leaf(k0), v = leaf(v0);
+                    // Transposed: the leaves hold (..., E, S), and k and v are their views.
+                    Tensor q = leaf(q0), kl = leaf(c.transposed ? k0.transpose(-2, -1) : k0),
+                           vl = leaf(c.transposed ? v0.transpose(-2, -1) : v0);
+                    Tensor k = c.transposed ? kl.transpose(-2, -1) : kl, v = c.transposed ? vl.transpose(-2, -1) : vl;
+                    if (c.transposed) REQUIRE((k.stride(-2) == 1 && v.stride(-2) == 1));
                     Tensor out = as_tensor ? scaled_dot_product_attention(q, k, v, allowed, c.p, false, {}, &gen)
                                            : scaled_dot_product_attention(q, k, v, {}, c.p, true, {}, &gen);
                     out.backward(dout);
-                    results[as_tensor] = {out, q.grad(), k.grad(), v.grad()};
+                    results[as_tensor] = {out, q.grad(), kl.grad(), vl.grad()};
                 }
                 const char* names[] = {"out", "dq", "dk", "dv"};
                 for (int i = 0; i < 4; ++i)

@@ -59,8 +59,9 @@ constexpr int64_t kBlock = 64;
 // gradient 0, times a finite value: a multiply-add of exactly 0, so the
 // strips give the bits the whole block gives, at 5/8 of its work on a 64 x
 // 64 block (tests/test_kernels.cpp compares the two). The last strip takes
-// in what is left (16 to 31 rows): a product of 4 rows or fewer would sum
-// in another order (fast::gemm's dot_rows), and the bits would change.
+// in what is left (16 to 31 rows; a block of fewer than 32 is one strip):
+// a product of 4 rows or fewer would sum in another order (fast::gemm's
+// dot_rows), and the bits would change.
 constexpr int64_t kStrip = 16;
 
 // The length of the strip from `at` in [0, n): kStrip, or all that is
