@@ -314,6 +314,60 @@ TEST_CASE("a leaf's first gradient never shares memory with a tensor anyone else
     require_equal(w.grad(), tensor({8.0f, 12.0f}), "2 * 2w accumulated");
 }
 
+namespace {
+
+// HandBack's backward returns 2 * dout, in the way `hand_back` says, and
+// notes the data address of what it returned in `handed_back`.
+enum class HandBackWay { fresh, kept, view_of_larger };
+HandBackWay hand_back = HandBackWay::fresh;
+Tensor kept_gradient; // HandBackWay::kept: the backward keeps its gradient here too
+const void* handed_back = nullptr;
+
+struct HandBack : Function<HandBack> {
+    static Tensor forward(AutogradContext*, const Tensor& x) { return x * 1; }
+    static std::vector<Tensor> backward(AutogradContext*, const Tensor& dout) {
+        Tensor g = dout * 2;
+        if (hand_back == HandBackWay::kept) kept_gradient = g;
+        if (hand_back == HandBackWay::view_of_larger) g = cat({zeros(g.shape()), g}).narrow(0, g.size(0), g.size(0));
+        handed_back = g.data_ptr<float>();
+        return {g};
+    }
+};
+
+} // namespace
+
+TEST_CASE("a fresh first gradient becomes .grad as it is; one its op keeps, or a view, is copied", "[autograd]") {
+    // As PyTorch's AccumulateGrad (the test above has the gradients passed
+    // in and handed to two leaves): a gradient backward made and nothing
+    // else holds becomes .grad without a copy (a Linear's weight gradient
+    // each step); one a custom op also keeps, or a view of a larger
+    // tensor, is copied, so that .grad never shares memory with anything.
+    Tensor x = ones({3, 4}).requires_grad_();
+    const Tensor twos = full({3, 4}, 2.0f);
+    SECTION("fresh: taken") {
+        hand_back = HandBackWay::fresh;
+        sum(HandBack::apply(x)).backward();
+        CHECK(x.grad().data_ptr<float>() == handed_back);
+        require_equal(x.grad(), twos);
+    }
+    SECTION("kept by the op: copied") {
+        hand_back = HandBackWay::kept;
+        sum(HandBack::apply(x)).backward();
+        CHECK(x.grad().data_ptr<float>() != handed_back);
+        kept_gradient.add_(1);
+        require_equal(x.grad(), twos, "the kept gradient changed after backward");
+        kept_gradient = Tensor();
+    }
+    SECTION("a view of a larger tensor: copied, compact") {
+        hand_back = HandBackWay::view_of_larger;
+        sum(HandBack::apply(x)).backward();
+        CHECK(x.grad().data_ptr<float>() != handed_back);
+        CHECK(x.grad().is_contiguous());
+        CHECK(x.grad().storage()->nbytes() == 12 * sizeof(float));
+        require_equal(x.grad(), twos);
+    }
+}
+
 TEST_CASE("a split's pieces share one node, as PyTorch's SplitBackward0", "[autograd][split]") {
     Tensor x = arange(12.0).view({2, 6}).requires_grad_();
     std::vector<Tensor> pieces = x.chunk(3, 1); // three (2,2)

@@ -635,10 +635,9 @@ TEST_CASE("the stage presets run the lecture's ops; the gpt stage's default, the
 TEST_CASE("the memory estimate bounds a training step's measured peak, within a factor of 1.6", "[train_gpt][memory]") {
     // Peaks measured as ember's allocator counts them (memory_stats), over
     // everything a run holds: model, AdamW state, a step's graph and the
-    // copy backward makes of each parameter's first gradient; the fast model
+    // copy backward may make of a parameter's first gradient; the fast model
     // (the default) and the lecture's classes each. The three widths with
-    // tiny batches are where that copy is most of a step's peak (an estimate
-    // without it is 2-6% short there).
+    // tiny batches are where that copy would be most of a step's peak.
     using train::Stage;
     const std::vector<std::pair<train::ModelConfig, int64_t>> runs = {
         {{.stage = Stage::GPT, .vocab_size = 65, .block_size = 8, .n_embd = 64, .n_head = 4, .n_layer = 1}, 1},

@@ -180,10 +180,17 @@ void FunctionNode::release() {
 AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : Node({}), leaf_(std::move(leaf)) {}
 
 Grads AccumulateGrad::apply(const Tensor& dout) {
-    // The first gradient is copied (the op that produced it may have handed
-    // the same tensor to several inputs); later ones are added in place.
+    // The first gradient becomes the leaf's .grad; later ones are added in
+    // place. It is taken as it is when nothing else holds it or its memory
+    // and it fills that memory in order (as PyTorch's AccumulateGrad steals
+    // it): a Linear's weight gradient, fresh from its product, is not copied.
+    // Otherwise a contiguous copy: the op that produced it may have handed
+    // the same tensor to several inputs, or it may be a view of another.
     if (!leaf_->grad) {
-        leaf_->grad = dout.clone().impl_ptr(); // a contiguous copy
+        const bool sole = dout.impl_ptr().use_count() == 1 && dout.storage().use_count() == 1 && dout.is_contiguous() &&
+                          dout.storage_offset() == 0 &&
+                          dout.storage()->nbytes() == static_cast<size_t>(dout.numel()) * element_size(dout.dtype());
+        leaf_->grad = sole ? dout.impl_ptr() : dout.clone().impl_ptr();
     } else {
         Tensor grad(leaf_->grad);
         grad.add_(dout);

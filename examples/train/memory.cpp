@@ -68,11 +68,12 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t batch_size, double 
         m.activations = 4 * (L * (13 * btc + 1.25 * att) + dropout * L * 1.25 * att + 2 * btv + 9 * btc);
     }
     m.data = 17 * text_bytes; // the text, its ids as a std::vector and as a tensor (8 bytes each)
-    // A parameter's first gradient of a step is a copy of the one backward
-    // computed (AccumulateGrad), so for a moment both are held: 4 bytes per
-    // element of one parameter at a time. The largest is the bigram's
-    // table, else an MLP's (4C,C), the fast model's c_attn (3C,C), an
-    // embedding or lm_head: bounded by the largest of those.
+    // A parameter's first gradient of a step becomes its .grad as it is
+    // when nothing else holds it (AccumulateGrad), else a copy, and for a
+    // moment both are held: 4 bytes per element of one parameter at a
+    // time, kept here as a bound. The largest is the bigram's table, else
+    // an MLP's (4C,C), the fast model's c_attn (3C,C), an embedding or
+    // lm_head: bounded by the largest of those.
     m.gradient_copy = 4 * (c.stage == Stage::Bigram ? V * V : std::max({4 * C * C, V * C, T * C}));
     return m;
 }

@@ -21,7 +21,7 @@ struct MemoryEstimate {
     double buffers = 0;       // the attention masks
     double activations = 0;   // what one training step keeps for backward, at its peak
     double data = 0;          // the text: its bytes and its encoded int64 ids
-    double gradient_copy = 0; // a parameter's first gradient, copied by backward while the original lives
+    double gradient_copy = 0; // a parameter's first gradient, when backward must copy it (a bound)
     double total() const { return parameters + buffers + activations + data + gradient_copy; }
 };
 
