@@ -9,11 +9,23 @@
 //   build/examples/attention_averaging
 #include <iostream>
 
+#include "flags.h"
 #include "notebook.h"
 
 using namespace ember;
 
-int main() {
+const char* const kUsage = "usage: attention_averaging [--threads N]\n"
+                           "\n"
+                           "The averaging trick behind self-attention, in the lecture's three\n"
+                           "versions (docs/attention.md, section 1).\n"
+                           "\n"
+                           "  --threads N   threads for the kernels (default: every core)\n"
+                           "  --help        this text\n";
+
+int main(int argc, char** argv) {
+    const int stop =
+        flags::threads_and_help(argc, argv, "attention_averaging", kUsage, max_num_threads(), set_num_threads);
+    if (stop >= 0) return stop; // after --help, or a bad command line
     std::cout << "== 1. The averaging trick ==\n\n";
     // Row t of a lower-triangular matrix of 1s, divided by its sum, holds t+1
     // weights of 1/(t+1): multiplying by it averages the rows up to t.

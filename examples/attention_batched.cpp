@@ -11,6 +11,7 @@
 //   build/examples/attention_batched
 #include <iostream>
 
+#include "flags.h"
 #include "notebook.h"
 
 using namespace ember;
@@ -24,7 +25,17 @@ static Tensor head(const Tensor& q, const Tensor& k, const Tensor& v) {
     return matmul(att, v); // (..., T, C)
 }
 
-int main() {
+const char* const kUsage = "usage: attention_batched [--threads N]\n"
+                           "\n"
+                           "All heads in one batched matmul (docs/attention.md, section 4).\n"
+                           "\n"
+                           "  --threads N   threads for the kernels (default: every core)\n"
+                           "  --help        this text\n";
+
+int main(int argc, char** argv) {
+    const int stop =
+        flags::threads_and_help(argc, argv, "attention_batched", kUsage, max_num_threads(), set_num_threads);
+    if (stop >= 0) return stop; // after --help, or a bad command line
     std::cout << "== 4. All heads in one batched matmul ==\n\n";
     std::cout << "-- One causal head on a batch (B=2, T=4, C=8) --\n";
     manual_seed(123);

@@ -8,11 +8,23 @@
 //   build/examples/attention_multihead
 #include <iostream>
 
+#include "flags.h"
 #include "notebook.h"
 
 using namespace ember;
 
-int main() {
+const char* const kUsage = "usage: attention_multihead [--threads N]\n"
+                           "\n"
+                           "Several heads side by side, with the lecture's classes\n"
+                           "(docs/attention.md, section 3).\n"
+                           "\n"
+                           "  --threads N   threads for the kernels (default: every core)\n"
+                           "  --help        this text\n";
+
+int main(int argc, char** argv) {
+    const int stop =
+        flags::threads_and_help(argc, argv, "attention_multihead", kUsage, max_num_threads(), set_num_threads);
+    if (stop >= 0) return stop; // after --help, or a bad command line
     std::cout << "== 3. Several heads side by side ==\n\n";
     manual_seed(1337);
     const int64_t B = 4, T = 8, C = 32, head_size = 8, num_heads = 4;

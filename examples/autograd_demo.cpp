@@ -9,11 +9,14 @@
 // Act 2 fits a line y = w x + b to noisy points by gradient descent and
 // prints the loss falling. docs/autograd.md explains every step.
 //
-//   build/examples/autograd_demo [output folder]
+//   build/examples/autograd_demo [output folder] [--threads N]
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <ember.h>
+
+#include "flags.h"
 
 using namespace ember;
 
@@ -24,8 +27,23 @@ static void print_graph(const std::shared_ptr<Node>& node, int depth, int max_de
     for (const auto& next : node->next_functions()) print_graph(next, depth + 1, max_depth);
 }
 
+const char* const kUsage = "usage: autograd_demo [FOLDER] [--threads N]\n\n"
+                           "Reverse-mode autograd in two acts: micrograd's expression and its graph,\n"
+                           "drawn into FOLDER/autograd_graph.svg and .dot (default: the current\n"
+                           "folder), then a line fitted by gradient descent (docs/autograd.md).\n\n"
+                           "  --threads N   threads for the kernels (default: every core)\n"
+                           "  --help        this text\n";
+
 int main(int argc, char** argv) {
-    const std::string folder = argc > 1 ? argv[1] : ".";
+    std::vector<std::string> folders;
+    const int stop =
+        flags::threads_and_help(argc, argv, "autograd_demo", kUsage, max_num_threads(), set_num_threads, &folders);
+    if (stop >= 0) return stop; // after --help, or a bad command line
+    if (folders.size() > 1) {
+        std::fprintf(stderr, "autograd_demo: one output folder, please; got %zu\n\n%s", folders.size(), kUsage);
+        return 2;
+    }
+    const std::string folder = folders.empty() ? "." : folders[0];
     std::printf("Act 1: micrograd's expression, differentiated by ember\n\n");
     Tensor a = tensor({-4.0}, kFloat64).requires_grad_();
     Tensor b = tensor({2.0}, kFloat64).requires_grad_();

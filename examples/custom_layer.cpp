@@ -14,6 +14,8 @@
 
 #include <ember.h>
 
+#include "flags.h"
+
 using namespace ember;
 
 class RMSNorm : public nn::Module {
@@ -38,7 +40,17 @@ public:
     Tensor weight;
 };
 
-int main() {
+const char* const kUsage = "usage: custom_layer [--threads N]\n"
+                           "\n"
+                           "A new layer (RMSNorm) defined in user code, proven right with\n"
+                           "gradcheck (docs/extending.md).\n"
+                           "\n"
+                           "  --threads N   threads for the kernels (default: every core)\n"
+                           "  --help        this text\n";
+
+int main(int argc, char** argv) {
+    const int stop = flags::threads_and_help(argc, argv, "custom_layer", kUsage, max_num_threads(), set_num_threads);
+    if (stop >= 0) return stop; // after --help, or a bad command line
     manual_seed(0);
     RMSNorm norm(4);
     std::cout << norm << "\n";

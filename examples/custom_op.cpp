@@ -11,6 +11,8 @@
 
 #include <ember.h>
 
+#include "flags.h"
+
 using namespace ember;
 
 struct Swish : Function<Swish> {
@@ -31,7 +33,17 @@ struct Swish : Function<Swish> {
     }
 };
 
-int main() {
+const char* const kUsage = "usage: custom_op [--threads N]\n"
+                           "\n"
+                           "A new differentiable op (swish) written outside the library, proven\n"
+                           "right with gradcheck (docs/extending.md).\n"
+                           "\n"
+                           "  --threads N   threads for the kernels (default: every core)\n"
+                           "  --help        this text\n";
+
+int main(int argc, char** argv) {
+    const int stop = flags::threads_and_help(argc, argv, "custom_op", kUsage, max_num_threads(), set_num_threads);
+    if (stop >= 0) return stop; // after --help, or a bad command line
     Tensor x = tensor({-2.0f, -0.5f, 0.0f, 1.0f, 3.0f}).requires_grad_();
     Tensor y = Swish::apply(x);
     sum(y).backward();

@@ -8,7 +8,7 @@
 // (its errors and every model's page; the page in headless Chromium).
 //
 //   build/examples/explore --checkpoint FILE --prompt TEXT [--out FILE.html]
-//                          [--top-k N] [--layer L] [--weights-out FILE]
+//                          [--top-k N] [--layer L] [--weights-out FILE] [--threads N]
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -46,18 +46,20 @@ browser, for a train_gpt checkpoint and a prompt (docs/explorer.md).
   --weights-out FILE   also write every head's weights as text, one query per
                        line: "layer head query w_0 ... w_query" (layers, heads
                        and queries from 0), for checks outside the page
+  --threads N          threads for the kernels (default: every core)
 )";
 
 struct Args {
     std::string checkpoint, prompt, out = "explore.html", weights_out;
-    int64_t top_k = 5, layer = 1;
+    int64_t top_k = 5, layer = 1, threads = 0; // threads 0: OpenMP's default
     bool prompt_given = false;
 };
 
 Args parse_args(int argc, char** argv, bool& help) {
     Args a;
     for (const flags::Flag& f :
-         flags::parse(argc, argv, {"--checkpoint", "--prompt", "--out", "--top-k", "--layer", "--weights-out"},
+         flags::parse(argc, argv,
+                      {"--checkpoint", "--prompt", "--out", "--top-k", "--layer", "--weights-out", "--threads"},
                       {"--help"})) {
         if (f.name == "--help") help = true;
         else if (f.name == "--checkpoint") a.checkpoint = f.value;
@@ -66,6 +68,7 @@ Args parse_args(int argc, char** argv, bool& help) {
         else if (f.name == "--weights-out") a.weights_out = f.value;
         else if (f.name == "--top-k") a.top_k = flags::integer(f.name, f.value, 1, 1000);
         else if (f.name == "--layer") a.layer = flags::integer(f.name, f.value, 1, 1000000);
+        else if (f.name == "--threads") a.threads = flags::integer(f.name, f.value, 1, max_num_threads());
     }
     if (help) return a;
     if (a.checkpoint.empty()) throw UsageError("--checkpoint FILE is required (a checkpoint train_gpt wrote)");
@@ -93,6 +96,7 @@ void write_weights(const std::string& path, const Inside& inside) {
 }
 
 int run(const Args& a) {
+    if (a.threads > 0) set_num_threads(static_cast<int>(a.threads));
     RunState run;
     try {
         run = read_run(a.checkpoint);

@@ -4,8 +4,8 @@
 // and the program exits with status 2. Numbers are read whole: "8x", "" or
 // "x8" is not a number. Also format(), printf into a std::string, and
 // read_file(), the whole of a file a command line names.
-// Used by train_gpt (train/options.cpp), train_tasks, gpt_minimal, tokenize
-// and gpt2.
+// Used by train_gpt (train/options.cpp), train_tasks, gpt_minimal, tokenize,
+// gpt2 and explore; threads_and_help by the programs with nothing else to set.
 #pragma once
 
 #include <cmath>
@@ -142,6 +142,33 @@ inline std::string read_file(const std::string& path) {
     std::stringstream text;
     text << in.rdbuf();
     return text.str();
+}
+
+// The whole command line of a program that has nothing to set but the
+// kernels' threads (the attention_* programs, tensor_views, autograd_demo,
+// custom_op, custom_layer): --threads N and --help, and the words that are
+// not flags in `positional` when the program takes them. Returns the status
+// to exit with at once (0 after printing `usage` for --help; 2 after a bad
+// command line, naming `program`, with the usage on stderr), or -1 to go
+// on, after set_threads(N) when --threads was given (N from 1 to
+// most_threads).
+inline int threads_and_help(int argc, char** argv, const char* program, const char* usage, int most_threads,
+                            void (*set_threads)(int), std::vector<std::string>* positional = nullptr) {
+    try {
+        int threads = 0;
+        for (const Flag& f : parse(argc, argv, {"--threads"}, {"--help"}, positional)) {
+            if (f.name == "--help") {
+                std::fputs(usage, stdout);
+                return 0;
+            }
+            threads = static_cast<int>(integer(f.name, f.value, 1, most_threads));
+        }
+        if (threads > 0) set_threads(threads);
+        return -1;
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "%s: %s\n\n%s", program, e.what(), usage);
+        return 2;
+    }
 }
 
 } // namespace flags

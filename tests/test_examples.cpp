@@ -237,3 +237,50 @@ TEST_CASE("autograd_demo prints micrograd's numbers and the picture in the docs"
     CHECK(svg == read(std::filesystem::path(EMBER_DOCS_DIR) / "images" / "autograd_graph.svg"));
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("the small examples take --threads and --help, and refuse what they do not know", "[examples]") {
+    // Results never depend on the thread count, so --threads 1 and
+    // --threads=2 print what the default prints, byte for byte.
+    const auto dir = std::filesystem::temp_directory_path() / "ember_test_small_examples";
+    std::filesystem::create_directories(dir);
+    for (const std::string name :
+         {"attention_averaging", "attention_single_head", "attention_multihead", "attention_batched",
+          "attention_causal_dropout", "tensor_views", "custom_op", "custom_layer", "autograd_demo"}) {
+        DYNAMIC_SECTION(name) {
+            const std::string program = std::string(EMBER_EXAMPLES_DIR) + "/" + name;
+            const std::string folder = name == "autograd_demo" ? " " + dir.string() : ""; // where it draws
+            const CommandResult plain = run_command(program + folder);
+            REQUIRE(plain.status == 0);
+            for (const char* threads : {" --threads 1", " --threads=2"}) {
+                const CommandResult r = run_command(program + threads + folder);
+                INFO(threads);
+                CHECK(r.status == 0);
+                CHECK(r.out == plain.out);
+            }
+            const CommandResult help = run_command(program + " --help");
+            CHECK(help.status == 0);
+            CHECK(help.out.rfind("usage: " + name + " [", 0) == 0);
+            CHECK(help.out.find("--threads N") != std::string::npos);
+            struct Bad {
+                std::string args, message;
+            };
+            for (const Bad& bad :
+                 {Bad{"--bogus", "unknown option --bogus"}, Bad{"--threads 0", "--threads must be between 1 and"},
+                  Bad{"--threads x", "--threads expects an integer, got \"x\""},
+                  Bad{"--threads", "--threads needs a value"}}) {
+                const CommandResult r = run_command(program + " " + bad.args + " 2>&1");
+                INFO(bad.args << ": " << r.out);
+                CHECK(r.status == 2);
+                CHECK(r.out.rfind(name + ": " + bad.message, 0) == 0);
+                CHECK(r.out.find("usage: " + name) != std::string::npos);
+            }
+        }
+    }
+    const CommandResult two = run_command(std::string(EMBER_EXAMPLES_DIR) + "/autograd_demo a b 2>&1");
+    CHECK(two.status == 2);
+    CHECK(two.out.find("autograd_demo: one output folder, please; got 2") != std::string::npos);
+    const CommandResult explore = run_command(std::string(EMBER_EXAMPLES_DIR) + "/explore --threads 0 2>&1");
+    CHECK(explore.status == 2);
+    CHECK(explore.out.find("explore: --threads must be between 1 and") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
