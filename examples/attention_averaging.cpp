@@ -14,17 +14,12 @@
 
 using namespace ember;
 
-const char* const kUsage = "usage: attention_averaging [--threads N]\n"
-                           "\n"
-                           "The averaging trick behind self-attention, in the lecture's three\n"
-                           "versions (docs/attention.md, section 1).\n"
-                           "\n"
-                           "  --threads N   threads for the kernels (default: every core)\n"
-                           "  --help        this text\n";
+const char* const kAbout = "The averaging trick behind self-attention, in the lecture's three\n"
+                           "versions (docs/attention.md, section 1).\n";
 
 int main(int argc, char** argv) {
     const int stop =
-        flags::threads_and_help(argc, argv, "attention_averaging", kUsage, max_num_threads(), set_num_threads);
+        flags::threads_and_help(argc, argv, "attention_averaging", kAbout, max_num_threads(), set_num_threads);
     if (stop >= 0) return stop; // after --help, or a bad command line
     std::cout << "== 1. The averaging trick ==\n\n";
     // Row t of a lower-triangular matrix of 1s, divided by its sum, holds t+1

@@ -25,16 +25,11 @@ static Tensor head(const Tensor& q, const Tensor& k, const Tensor& v) {
     return matmul(att, v); // (..., T, C)
 }
 
-const char* const kUsage = "usage: attention_batched [--threads N]\n"
-                           "\n"
-                           "All heads in one batched matmul (docs/attention.md, section 4).\n"
-                           "\n"
-                           "  --threads N   threads for the kernels (default: every core)\n"
-                           "  --help        this text\n";
+const char* const kAbout = "All heads in one batched matmul (docs/attention.md, section 4).\n";
 
 int main(int argc, char** argv) {
     const int stop =
-        flags::threads_and_help(argc, argv, "attention_batched", kUsage, max_num_threads(), set_num_threads);
+        flags::threads_and_help(argc, argv, "attention_batched", kAbout, max_num_threads(), set_num_threads);
     if (stop >= 0) return stop; // after --help, or a bad command line
     std::cout << "== 4. All heads in one batched matmul ==\n\n";
     std::cout << "-- One causal head on a batch (B=2, T=4, C=8) --\n";

@@ -14,17 +14,12 @@
 
 using namespace ember;
 
-const char* const kUsage = "usage: attention_causal_dropout [--threads N]\n"
-                           "\n"
-                           "Causal multi-head attention with dropout, Raschka's chapter 3\n"
-                           "(docs/attention.md, section 5).\n"
-                           "\n"
-                           "  --threads N   threads for the kernels (default: every core)\n"
-                           "  --help        this text\n";
+const char* const kAbout = "Causal multi-head attention with dropout, Raschka's chapter 3\n"
+                           "(docs/attention.md, section 5).\n";
 
 int main(int argc, char** argv) {
     const int stop =
-        flags::threads_and_help(argc, argv, "attention_causal_dropout", kUsage, max_num_threads(), set_num_threads);
+        flags::threads_and_help(argc, argv, "attention_causal_dropout", kAbout, max_num_threads(), set_num_threads);
     if (stop >= 0) return stop; // after --help, or a bad command line
     std::cout << "== 5. Causal attention with dropout ==\n\n";
     // The book's dropout demo: half the entries zeroed, the rest doubled.

@@ -13,17 +13,12 @@
 
 using namespace ember;
 
-const char* const kUsage = "usage: attention_multihead [--threads N]\n"
-                           "\n"
-                           "Several heads side by side, with the lecture's classes\n"
-                           "(docs/attention.md, section 3).\n"
-                           "\n"
-                           "  --threads N   threads for the kernels (default: every core)\n"
-                           "  --help        this text\n";
+const char* const kAbout = "Several heads side by side, with the lecture's classes\n"
+                           "(docs/attention.md, section 3).\n";
 
 int main(int argc, char** argv) {
     const int stop =
-        flags::threads_and_help(argc, argv, "attention_multihead", kUsage, max_num_threads(), set_num_threads);
+        flags::threads_and_help(argc, argv, "attention_multihead", kAbout, max_num_threads(), set_num_threads);
     if (stop >= 0) return stop; // after --help, or a bad command line
     std::cout << "== 3. Several heads side by side ==\n\n";
     manual_seed(1337);

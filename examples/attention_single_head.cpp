@@ -15,17 +15,12 @@
 
 using namespace ember;
 
-const char* const kUsage = "usage: attention_single_head [--threads N]\n"
-                           "\n"
-                           "One head of self-attention, as the lecture builds it\n"
-                           "(docs/attention.md, section 2).\n"
-                           "\n"
-                           "  --threads N   threads for the kernels (default: every core)\n"
-                           "  --help        this text\n";
+const char* const kAbout = "One head of self-attention, as the lecture builds it\n"
+                           "(docs/attention.md, section 2).\n";
 
 int main(int argc, char** argv) {
     const int stop =
-        flags::threads_and_help(argc, argv, "attention_single_head", kUsage, max_num_threads(), set_num_threads);
+        flags::threads_and_help(argc, argv, "attention_single_head", kAbout, max_num_threads(), set_num_threads);
     if (stop >= 0) return stop; // after --help, or a bad command line
     std::cout << "== 2. One head ==\n\n";
     manual_seed(1337);

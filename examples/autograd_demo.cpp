@@ -27,20 +27,19 @@ static void print_graph(const std::shared_ptr<Node>& node, int depth, int max_de
     for (const auto& next : node->next_functions()) print_graph(next, depth + 1, max_depth);
 }
 
-const char* const kUsage = "usage: autograd_demo [FOLDER] [--threads N]\n\n"
-                           "Reverse-mode autograd in two acts: micrograd's expression and its graph,\n"
+const char* const kAbout = "Reverse-mode autograd in two acts: micrograd's expression and its graph,\n"
                            "drawn into FOLDER/autograd_graph.svg and .dot (default: the current\n"
-                           "folder), then a line fitted by gradient descent (docs/autograd.md).\n\n"
-                           "  --threads N   threads for the kernels (default: every core)\n"
-                           "  --help        this text\n";
+                           "folder), then a line fitted by gradient descent (docs/autograd.md).\n";
 
 int main(int argc, char** argv) {
     std::vector<std::string> folders;
-    const int stop =
-        flags::threads_and_help(argc, argv, "autograd_demo", kUsage, max_num_threads(), set_num_threads, &folders);
+    const int stop = flags::threads_and_help(argc, argv, "autograd_demo", kAbout, max_num_threads(), set_num_threads,
+                                             &folders, "[FOLDER]");
     if (stop >= 0) return stop; // after --help, or a bad command line
     if (folders.size() > 1) {
-        std::fprintf(stderr, "autograd_demo: one output folder, please; got %zu\n\n%s", folders.size(), kUsage);
+        std::fprintf(stderr,
+                     "autograd_demo: one output folder, please; got %zu\nrun autograd_demo --help for the options\n",
+                     folders.size());
         return 2;
     }
     const std::string folder = folders.empty() ? "." : folders[0];

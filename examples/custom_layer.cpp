@@ -40,16 +40,11 @@ public:
     Tensor weight;
 };
 
-const char* const kUsage = "usage: custom_layer [--threads N]\n"
-                           "\n"
-                           "A new layer (RMSNorm) defined in user code, proven right with\n"
-                           "gradcheck (docs/extending.md).\n"
-                           "\n"
-                           "  --threads N   threads for the kernels (default: every core)\n"
-                           "  --help        this text\n";
+const char* const kAbout = "A new layer (RMSNorm) defined in user code, proven right with\n"
+                           "gradcheck (docs/extending.md).\n";
 
 int main(int argc, char** argv) {
-    const int stop = flags::threads_and_help(argc, argv, "custom_layer", kUsage, max_num_threads(), set_num_threads);
+    const int stop = flags::threads_and_help(argc, argv, "custom_layer", kAbout, max_num_threads(), set_num_threads);
     if (stop >= 0) return stop; // after --help, or a bad command line
     manual_seed(0);
     RMSNorm norm(4);

@@ -33,16 +33,11 @@ struct Swish : Function<Swish> {
     }
 };
 
-const char* const kUsage = "usage: custom_op [--threads N]\n"
-                           "\n"
-                           "A new differentiable op (swish) written outside the library, proven\n"
-                           "right with gradcheck (docs/extending.md).\n"
-                           "\n"
-                           "  --threads N   threads for the kernels (default: every core)\n"
-                           "  --help        this text\n";
+const char* const kAbout = "A new differentiable op (swish) written outside the library, proven\n"
+                           "right with gradcheck (docs/extending.md).\n";
 
 int main(int argc, char** argv) {
-    const int stop = flags::threads_and_help(argc, argv, "custom_op", kUsage, max_num_threads(), set_num_threads);
+    const int stop = flags::threads_and_help(argc, argv, "custom_op", kAbout, max_num_threads(), set_num_threads);
     if (stop >= 0) return stop; // after --help, or a bad command line
     Tensor x = tensor({-2.0f, -0.5f, 0.0f, 1.0f, 3.0f}).requires_grad_();
     Tensor y = Swish::apply(x);

@@ -147,18 +147,23 @@ inline std::string read_file(const std::string& path) {
 // The whole command line of a program that has nothing to set but the
 // kernels' threads (the attention_* programs, tensor_views, autograd_demo,
 // custom_op, custom_layer): --threads N and --help, and the words that are
-// not flags in `positional` when the program takes them. Returns the status
-// to exit with at once (0 after printing `usage` for --help; 2 after a bad
+// not flags in `positional` when the program takes them (`words` names
+// them in the usage line). Returns the status to exit with at once (0
+// after printing the usage, `about` in it, for --help; 2 after a bad
 // command line, naming `program`, with the usage on stderr), or -1 to go
 // on, after set_threads(N) when --threads was given (N from 1 to
 // most_threads).
-inline int threads_and_help(int argc, char** argv, const char* program, const char* usage, int most_threads,
-                            void (*set_threads)(int), std::vector<std::string>* positional = nullptr) {
+inline int threads_and_help(int argc, char** argv, const std::string& program, const std::string& about,
+                            int most_threads, void (*set_threads)(int), std::vector<std::string>* positional = nullptr,
+                            const std::string& words = "") {
+    const std::string usage = "usage: " + program + (words.empty() ? "" : " " + words) + " [--threads N]\n\n" + about +
+                              "\n  --threads N   threads for the kernels (default: every core)\n"
+                              "  --help        this text\n";
     try {
         int threads = 0;
         for (const Flag& f : parse(argc, argv, {"--threads"}, {"--help"}, positional)) {
             if (f.name == "--help") {
-                std::fputs(usage, stdout);
+                std::fputs(usage.c_str(), stdout);
                 return 0;
             }
             threads = static_cast<int>(integer(f.name, f.value, 1, most_threads));
@@ -166,7 +171,7 @@ inline int threads_and_help(int argc, char** argv, const char* program, const ch
         if (threads > 0) set_threads(threads);
         return -1;
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "%s: %s\n\n%s", program, e.what(), usage);
+        std::fprintf(stderr, "%s: %s\n\n%s", program.c_str(), e.what(), usage.c_str());
         return 2;
     }
 }

@@ -23,16 +23,11 @@ static void describe(const std::string& name, const Tensor& t) {
                 t.is_contiguous() ? "contiguous" : "not contiguous");
 }
 
-const char* const kUsage = "usage: tensor_views [--threads N]\n"
-                           "\n"
-                           "How one block of memory becomes many tensors: storage, shape, strides\n"
-                           "and offset of a tensor and its views (docs/tensor.md).\n"
-                           "\n"
-                           "  --threads N   threads for the kernels (default: every core)\n"
-                           "  --help        this text\n";
+const char* const kAbout = "How one block of memory becomes many tensors: storage, shape, strides\n"
+                           "and offset of a tensor and its views (docs/tensor.md).\n";
 
 int main(int argc, char** argv) {
-    const int stop = flags::threads_and_help(argc, argv, "tensor_views", kUsage, max_num_threads(), set_num_threads);
+    const int stop = flags::threads_and_help(argc, argv, "tensor_views", kAbout, max_num_threads(), set_num_threads);
     if (stop >= 0) return stop; // after --help, or a bad command line
     Tensor x = arange(12).view({3, 4});
     std::cout << "x = arange(12).view({3, 4}):\n" << x << "\n\n";
