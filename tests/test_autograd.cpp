@@ -316,19 +316,35 @@ TEST_CASE("a leaf's first gradient never shares memory with a tensor anyone else
 
 namespace {
 
-// HandBack's backward returns 2 * dout, in the way `hand_back` says, and
+// HandBack's backward returns 2 * dout in the way `hand_back` says, and
 // notes the data address of what it returned in `handed_back`.
-enum class HandBackWay { fresh, kept, view_of_larger };
+enum class HandBackWay {
+    fresh,           // made there, held by nothing else
+    kept,            // the tensor also kept in `kept_gradient`
+    memory_kept,     // a tensor over the same memory kept (its detach())
+    transposed,      // alone over its memory, but not contiguous
+    front_of_larger, // alone, contiguous, at offset 0 of a larger buffer
+    back_of_larger,  // alone, contiguous, at an offset in a larger buffer
+    requires_grad,   // fresh, but made to require grad
+};
 HandBackWay hand_back = HandBackWay::fresh;
-Tensor kept_gradient; // HandBackWay::kept: the backward keeps its gradient here too
+Tensor kept_gradient;
 const void* handed_back = nullptr;
 
 struct HandBack : Function<HandBack> {
     static Tensor forward(AutogradContext*, const Tensor& x) { return x * 1; }
     static std::vector<Tensor> backward(AutogradContext*, const Tensor& dout) {
         Tensor g = dout * 2;
-        if (hand_back == HandBackWay::kept) kept_gradient = g;
-        if (hand_back == HandBackWay::view_of_larger) g = cat({zeros(g.shape()), g}).narrow(0, g.size(0), g.size(0));
+        const int64_t rows = g.size(0);
+        switch (hand_back) {
+        case HandBackWay::fresh: break;
+        case HandBackWay::kept: kept_gradient = g; break;
+        case HandBackWay::memory_kept: kept_gradient = g.detach(); break;
+        case HandBackWay::transposed: g = (dout.t() * 2).t().detach(); break;
+        case HandBackWay::front_of_larger: g = cat({g, zeros(g.shape())}).narrow(0, 0, rows).detach(); break;
+        case HandBackWay::back_of_larger: g = cat({zeros(g.shape()), g}).narrow(0, rows, rows).detach(); break;
+        case HandBackWay::requires_grad: g.requires_grad_(); break;
+        }
         handed_back = g.data_ptr<float>();
         return {g};
     }
@@ -336,35 +352,36 @@ struct HandBack : Function<HandBack> {
 
 } // namespace
 
-TEST_CASE("a fresh first gradient becomes .grad as it is; one its op keeps, or a view, is copied", "[autograd]") {
+TEST_CASE("a fresh first gradient becomes .grad as it is; anything else is copied", "[autograd]") {
     // As PyTorch's AccumulateGrad (the test above has the gradients passed
-    // in and handed to two leaves): a gradient backward made and nothing
-    // else holds becomes .grad without a copy (a Linear's weight gradient
-    // each step); one a custom op also keeps, or a view of a larger
-    // tensor, is copied, so that .grad never shares memory with anything.
-    Tensor x = ones({3, 4}).requires_grad_();
-    const Tensor twos = full({3, 4}, 2.0f);
-    SECTION("fresh: taken") {
-        hand_back = HandBackWay::fresh;
-        sum(HandBack::apply(x)).backward();
-        CHECK(x.grad().data_ptr<float>() == handed_back);
-        require_equal(x.grad(), twos);
-    }
-    SECTION("kept by the op: copied") {
-        hand_back = HandBackWay::kept;
-        sum(HandBack::apply(x)).backward();
-        CHECK(x.grad().data_ptr<float>() != handed_back);
-        kept_gradient.add_(1);
-        require_equal(x.grad(), twos, "the kept gradient changed after backward");
-        kept_gradient = Tensor();
-    }
-    SECTION("a view of a larger tensor: copied, compact") {
-        hand_back = HandBackWay::view_of_larger;
-        sum(HandBack::apply(x)).backward();
-        CHECK(x.grad().data_ptr<float>() != handed_back);
-        CHECK(x.grad().is_contiguous());
-        CHECK(x.grad().storage()->nbytes() == 12 * sizeof(float));
-        require_equal(x.grad(), twos);
+    // in and handed to two leaves): a gradient backward made, alone over
+    // its memory and filling it in order, becomes .grad without a copy (a
+    // Linear's weight gradient each step). Anything else is copied, so that
+    // .grad never shares memory with another tensor, is contiguous and
+    // compact, and does not require grad.
+    struct Case {
+        const char* name;
+        HandBackWay way;
+        bool taken;
+    };
+    for (const Case& c : {Case{"fresh", HandBackWay::fresh, true}, Case{"kept by the op", HandBackWay::kept, false},
+                          Case{"its memory kept by the op", HandBackWay::memory_kept, false},
+                          Case{"transposed", HandBackWay::transposed, false},
+                          Case{"the front of a larger buffer", HandBackWay::front_of_larger, false},
+                          Case{"the back of a larger buffer", HandBackWay::back_of_larger, false},
+                          Case{"requiring grad", HandBackWay::requires_grad, false}}) {
+        DYNAMIC_SECTION(c.name) {
+            hand_back = c.way;
+            Tensor x = ones({3, 4}).requires_grad_();
+            sum(HandBack::apply(x)).backward();
+            CHECK((x.grad().data_ptr<float>() == handed_back) == c.taken);
+            CHECK(x.grad().is_contiguous());
+            CHECK(x.grad().storage()->nbytes() == 12 * sizeof(float));
+            CHECK_FALSE(x.grad().requires_grad());
+            if (kept_gradient.defined()) kept_gradient.add_(1);
+            require_equal(x.grad(), full({3, 4}, 2.0f), "x.grad (after what the op kept changed)");
+            kept_gradient = Tensor();
+        }
     }
 }
 

@@ -181,14 +181,15 @@ AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : Node({}), lea
 
 Grads AccumulateGrad::apply(const Tensor& dout) {
     // The first gradient becomes the leaf's .grad; later ones are added in
-    // place. It is taken as it is when nothing else holds it or its memory
-    // and it fills that memory in order (as PyTorch's AccumulateGrad steals
-    // it): a Linear's weight gradient, fresh from its product, is not copied.
+    // place. It is taken as it is when nothing else holds it or its memory,
+    // it fills that memory in order and does not require grad (as PyTorch's
+    // AccumulateGrad steals it): a Linear's weight gradient, fresh from its
+    // product, is not copied.
     // Otherwise a contiguous copy: the op that produced it may have handed
     // the same tensor to several inputs, or it may be a view of another.
     if (!leaf_->grad) {
-        const bool sole = dout.impl_ptr().use_count() == 1 && dout.storage().use_count() == 1 && dout.is_contiguous() &&
-                          dout.storage_offset() == 0 &&
+        const bool sole = dout.impl_ptr().use_count() == 1 && dout.storage().use_count() == 1 &&
+                          !dout.requires_grad() && dout.is_contiguous() &&
                           dout.storage()->nbytes() == static_cast<size_t>(dout.numel()) * element_size(dout.dtype());
         leaf_->grad = sole ? dout.impl_ptr() : dout.clone().impl_ptr();
     } else {
