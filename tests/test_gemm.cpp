@@ -124,6 +124,47 @@ TEST_CASE("the AVX-512 tiles give the AVX2 tiles' bits", "[kernels][gemm]") {
     SUCCEED();
 }
 
+TEST_CASE("AVX-512 kernels run only on cores that run 512-bit FMAs at full width", "[kernels][gemm]") {
+    // The rule on rates: AVX-512 at least 1.5 times AVX2's multiply-adds per
+    // second. Zen 5 or an Intel server core issues about twice; Zen 4, which
+    // splits each 512-bit instruction in two, about the same.
+    CHECK(avx512_full_width(2.0e11, 1.0e11));
+    CHECK(avx512_full_width(1.5e11, 1.0e11));
+    CHECK_FALSE(avx512_full_width(1.49e11, 1.0e11));
+    CHECK_FALSE(avx512_full_width(1.0e11, 1.0e11));
+    CHECK_FALSE(avx512_full_width(0.5e11, 1.0e11));
+    if (!gemm_uses_avx2()) {
+        WARN("skipped the rest: the AVX2 kernels do not run here (no AVX2/FMA)");
+        return;
+    }
+    if (!cpu_has_avx512f()) {
+        CHECK_FALSE(cpu_runs_avx512_full_width());
+        CHECK_FALSE(gemm_uses_avx512());
+        CHECK_FALSE(gemm_direct_uses_avx512());
+        return;
+    }
+    // The rates, measured as the dispatch measures them: the rule's answer
+    // and the dispatch's agree, and a half-width core never runs AVX-512
+    // unless forced to.
+    double avx2 = 0, avx512 = 0;
+    for (int round = 0; round < 5; ++round) {
+        avx2 = std::max(avx2, fma_rate_avx2(20000));
+        avx512 = std::max(avx512, fma_rate_avx512(10000));
+    }
+    INFO("multiply-adds per second: AVX2 " << avx2 << ", AVX-512 " << avx512);
+    CHECK(avx2 > 0);
+    CHECK(avx512 > 0);
+    const bool full = cpu_runs_avx512_full_width();
+    CHECK(full == avx512_full_width(avx512, avx2));
+    if (!full) {
+        CHECK_FALSE(gemm_uses_avx512());
+        CHECK_FALSE(gemm_direct_uses_avx512());
+        GemmTileGuard forced(GemmTile::kAvx512);
+        CHECK(gemm_uses_avx512());
+        CHECK(gemm_direct_uses_avx512());
+    }
+}
+
 TEST_CASE("the packed kernels give one thread's bits when two threads share the tiles", "[kernels][gemm]") {
     if (!gemm_uses_avx2()) {
         WARN("skipped: the AVX2 kernels do not run here (no AVX2/FMA)");

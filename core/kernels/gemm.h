@@ -29,10 +29,19 @@ bool cpu_has_avx2_fma();
 bool cpu_has_avx512f();
 bool cpu_has_avx_fma();
 
+// True when this CPU runs 512-bit fused multiply-adds at full width: one
+// thread, given nothing else to do, issues at least 1.5 times the floats'
+// multiply-adds per second with AVX-512 as with AVX2 (twice on AMD's Zen 5
+// and Intel's server cores; about the same on Zen 4, which splits each
+// 512-bit instruction in two). avx512_full_width is that rule on two
+// measured rates; the other measures them, once per process.
+bool avx512_full_width(double fma_rate_avx512, double fma_rate_avx2);
+bool cpu_runs_avx512_full_width();
+
 // True when float32 products currently run on the AVX2 kernels (fast
 // kernels on, and a CPU with AVX2 and FMA); and when large ones run on the
 // AVX-512 tile, or small ones on the AVX-512 direct driver (a CPU with
-// AVX-512F, where those measured faster than the AVX2 ones).
+// AVX-512F at full width, where those measured faster than the AVX2 ones).
 bool gemm_uses_avx2();
 bool gemm_uses_avx512();
 bool gemm_direct_uses_avx512();

@@ -5,6 +5,7 @@
 // after checking at run time that the CPU has both. docs/matmul.md draws it;
 // tests/test_kernels.cpp checks it against gemm_plain.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #include <immintrin.h>
@@ -301,6 +302,23 @@ static void tile_8x8(int64_t k, const float* const a[8], int64_t acs, const floa
         _mm256_store_ps(row, acc[r]);
         for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = row[j];
     }
+}
+
+// ---- the core's FMA rate (gemm_select.cpp) ---------------------------------------------------
+
+double fma_rate_avx2(int64_t steps) {
+    __m256 acc[12];
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i) * 1e-3f);
+    const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t s = 0; s < steps; ++s)
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], b, c);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // A use of every accumulator, so that the compiler keeps the loop.
+    volatile float sink = 0;
+    for (int i = 0; i < 12; ++i) sink = sink + _mm256_cvtss_f32(acc[i]);
+    return static_cast<double>(steps) * 12 * 8 / seconds;
 }
 
 // ---- the direct driver, for small products -----------------------------------------------

@@ -5,6 +5,7 @@
 // CPU has AVX-512F and that the tile runs faster there than the AVX2 one.
 // docs/matmul.md; tests/test_kernels.cpp checks its bits against the AVX2 tile.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #include <immintrin.h>
@@ -113,6 +114,20 @@ void gemm_direct_rows_avx512(MatrixRef<const float> a, MatrixRef<const float> b,
             }
         }
     }
+}
+
+double fma_rate_avx512(int64_t steps) {
+    __m512 acc[24];
+    for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-3f);
+    const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t s = 0; s < steps; ++s)
+#pragma GCC unroll 24
+        for (int i = 0; i < 24; ++i) acc[i] = _mm512_fmadd_ps(acc[i], b, c);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    volatile float sink = 0; // every accumulator used, so that the compiler keeps the loop
+    for (int i = 0; i < 24; ++i) sink = sink + _mm512_cvtss_f32(acc[i]);
+    return static_cast<double>(steps) * 24 * 16 / seconds;
 }
 
 void kernel_14x32_avx512(int64_t kc, const float* const a[14], int64_t acs, const float* b, float* c, int64_t ldc,

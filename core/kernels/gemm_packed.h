@@ -69,6 +69,12 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
 // copying B first when its rows are not contiguous; c.col_stride must be 1.
 void gemm_direct_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm_direct_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+// Fused multiply-adds per second that one thread issues with nothing else
+// to do: 12 (AVX2) or 24 (AVX-512) independent accumulators, `steps` rounds
+// of one FMA each, counting each 8 or 16 lanes. gemm_select.cpp compares
+// the two to learn whether this core runs 512-bit instructions at full width.
+double fma_rate_avx2(int64_t steps);
+double fma_rate_avx512(int64_t steps);
 // c = a @ b (+ c when accumulate) with packing and the 6x16 AVX2 tile, or
 // the 14x32 AVX-512 one. Both give the same bits.
 void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);

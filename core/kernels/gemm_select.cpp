@@ -1,6 +1,6 @@
 // Which kernels the float32 products run: the AVX2 tiles on a CPU with AVX2
-// and FMA, and the AVX-512 ones on a CPU with AVX-512F where they measure
-// faster than the AVX2 ones in this process; the portable tile on every
+// and FMA, and the AVX-512 ones on a CPU with AVX-512F at full width where
+// they measure faster than the AVX2 ones in this process; the portable tile on every
 // other CPU with FMA (any arm64 one). The rule and the measurement are here;
 // what it picked on which CPUs, and the timings, are in docs/matmul.md
 // ("When they run"). Every choice gives the same bits. Tests:
@@ -82,15 +82,43 @@ void force_gemm_tile(GemmTile tile) { forced.store(tile, std::memory_order_relax
 
 bool gemm_uses_avx2() { return use_fast_kernels() && cpu_has_avx2_fma() && forced_gemm_tile() != GemmTile::kPortable; }
 
-// The rule for the AVX-512 kernels: a CPU with AVX-512F runs them only where
-// they measure faster than the AVX2 ones, once per process for each driver,
-// on a product the size of those it serves: the packed one on 168 x 512 x
-// 256, the direct one on 96 x 64 x 64. `faster` makes (once) and keeps that
-// measurement. A forced tile overrides it.
+bool avx512_full_width(double fma_rate_avx512, double fma_rate_avx2) { return fma_rate_avx512 >= 1.5 * fma_rate_avx2; }
+
+// Measured once per process: the highest rate of 5 short rounds of each
+// (about 0.5 ms in all), alternated, so that a slow moment hits both.
+bool cpu_runs_avx512_full_width() {
+    if constexpr (kX86Tiles) {
+        static const bool full = [] {
+            if (!cpu_has_avx2_fma() || !cpu_has_avx512f()) return false;
+            double avx2 = 0, avx512 = 0;
+            for (int round = 0; round < 5; ++round) {
+                avx2 = std::max(avx2, fma_rate_avx2(20000));
+                avx512 = std::max(avx512, fma_rate_avx512(10000));
+            }
+            return avx512_full_width(avx512, avx2);
+        }();
+        return full;
+    }
+    return false;
+}
+
+// The rule for the AVX-512 kernels: a CPU with AVX-512F runs them only if
+// its cores run 512-bit fused multiply-adds at full width, and then only
+// where they measure faster than the AVX2 ones, once per process for each
+// driver, on a product the size of those it serves: the packed one on 168
+// x 512 x 256, the direct one on 96 x 64 x 64. `faster` makes (once) and
+// keeps that measurement. A forced tile overrides both.
+//
+// Why the first condition: a core that splits each 512-bit instruction in
+// two (AMD's Zen 4) does no more arithmetic per cycle with AVX-512, and
+// there the two tiles tie on a product alone (168 x 512 x 256: within 1-2%,
+// either one ahead from one process to the next), while in training the
+// AVX-512 tiles lost: train_gpt --preset macbook, one thread, 2-4% fewer
+// tokens per second in 4 of 4 alternating pairs (docs/matmul.md).
 template <class Faster>
 bool avx512_runs(const Faster& faster) {
     if (!gemm_uses_avx2() || !cpu_has_avx512f() || forced_gemm_tile() == GemmTile::kAvx2) return false;
-    return forced_gemm_tile() == GemmTile::kAvx512 || faster();
+    return forced_gemm_tile() == GemmTile::kAvx512 || (cpu_runs_avx512_full_width() && faster());
 }
 
 bool gemm_uses_avx512() {
