@@ -95,14 +95,21 @@ TEST_CASE("clip_grad_norm_'s 2-norm has the bits of its definition in tensor ops
     // total = sqrt(sum over parameters of ||g||^2), each ||g|| = sqrt(sum(g^2))
     // in float64: at 1 and 2 threads, for gradients of one chunk of the sum
     // and of several (sum() adds 16,384 elements a chunk), a transposed one,
-    // and float64.
+    // and float64. clip_grad_norm_ sums four whole chunks of a contiguous
+    // gradient side by side: 10 chunks (two groups of four, then two
+    // alone, the last partial) and exactly four, in float64.
     manual_seed(11);
     const int threads = get_num_threads();
     for (int t : {1, std::min(2, max_num_threads())}) {
         set_num_threads(t);
-        std::vector<Tensor> params = {zeros({7}), zeros({300, 170}), zeros({130, 260}), zeros({5000}, kFloat64)};
-        std::vector<Tensor> grads = {randn({7}), randn({300, 170}) * 1e-3, (randn({260, 130}) * 50).t(),
-                                     randn({5000}, kFloat64)};
+        std::vector<Tensor> params = {zeros({7}),        zeros({300, 170}),   zeros({130, 260}),
+                                      zeros({5000}, kFloat64), zeros({9 * 16384 + 77}), zeros({4, 16384}, kFloat64)};
+        std::vector<Tensor> grads = {randn({7}),
+                                     randn({300, 170}) * 1e-3,
+                                     (randn({260, 130}) * 50).t(),
+                                     randn({5000}, kFloat64),
+                                     randn({9 * 16384 + 77}) * 3,
+                                     randn({4, 16384}, kFloat64) * 1e-2};
         double expected = 0;
         for (size_t i = 0; i < params.size(); ++i) {
             params[i].requires_grad_();
