@@ -83,6 +83,19 @@ template <class Tile>
 void pack_b(MatrixRef<const float> b, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t panel_begin,
             int64_t panel_end, float* out) {
     constexpr int64_t kNr = Tile::kNr;
+    // B's rows contiguous: the full panels row by row, so that each row of
+    // B is read once from start to end.
+    if (b.col_stride == 1) {
+        const int64_t full_end = std::min(panel_end, nc / kNr);
+        if (full_end > panel_begin) {
+            for (int64_t p = 0; p < kc; ++p) {
+                const float* src = &b.at(pc + p, jc);
+                for (int64_t panel = panel_begin; panel < full_end; ++panel)
+                    std::memcpy(out + panel * kc * kNr + p * kNr, src + panel * kNr, kNr * sizeof(float));
+            }
+            panel_begin = full_end;
+        }
+    }
     for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
         const int64_t j0 = jc + panel * kNr, cols = std::min(kNr, nc - panel * kNr);
         float* dst = out + panel * kc * kNr;
