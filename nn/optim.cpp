@@ -272,7 +272,10 @@ void chunk_sums(const T* x, int64_t n, int64_t first_chunk, int64_t chunks, doub
 std::vector<double> sums_of_squares(const std::vector<Tensor>& grads) {
     constexpr int64_t kChunk = internal::kChunk;
     // Work items of up to four chunks of one gradient: (gradient, first chunk, chunks).
-    struct Item { size_t grad; int64_t first, count; };
+    struct Item {
+        size_t grad;
+        int64_t first, count;
+    };
     std::vector<Item> items;
     std::vector<std::vector<double>> partial(grads.size());
     std::vector<double> total(grads.size(), 0.0);

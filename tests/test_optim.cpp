@@ -102,8 +102,12 @@ TEST_CASE("clip_grad_norm_'s 2-norm has the bits of its definition in tensor ops
     const int threads = get_num_threads();
     for (int t : {1, std::min(2, max_num_threads())}) {
         set_num_threads(t);
-        std::vector<Tensor> params = {zeros({7}),        zeros({300, 170}),   zeros({130, 260}),
-                                      zeros({5000}, kFloat64), zeros({9 * 16384 + 77}), zeros({4, 16384}, kFloat64)};
+        std::vector<Tensor> params = {zeros({7}),
+                                      zeros({300, 170}),
+                                      zeros({130, 260}),
+                                      zeros({5000}, kFloat64),
+                                      zeros({9 * 16384 + 77}),
+                                      zeros({4, 16384}, kFloat64)};
         std::vector<Tensor> grads = {randn({7}),
                                      randn({300, 170}) * 1e-3,
                                      (randn({260, 130}) * 50).t(),
