@@ -236,75 +236,20 @@ double sum_of_squares(const Tensor& g) {
     return total;
 }
 
-// The same sums for every contiguous gradient at once, faster, with the
-// same bits. sum() cuts a tensor into chunks of internal::kChunk elements,
-// adds each chunk's squares from 0 in increasing index, then adds the
-// chunks' sums first to last. Each addition waits for the one before it
-// (about 4 cycles), so one chunk at a time leaves the core mostly idle;
-// here a thread runs four chunks side by side in one loop, four
-// independent chains, each with exactly its own additions in its own
-// order, and threads share the chunks of all the gradients. On the
-// macbook preset's 0.8 M gradients (a 2-core Zen 4): 0.67 ms a step down
-// to 0.34 ms on one thread, 0.41 ms to 0.18 ms on two. A gradient that is
-// not contiguous goes through sum_of_squares.
-template <typename T>
-void chunk_sums(const T* x, int64_t n, int64_t first_chunk, int64_t chunks, double* out) {
-    constexpr int64_t kChunk = internal::kChunk;
-    int64_t c = first_chunk;
-    for (; c + 4 <= first_chunk + chunks && (c + 4) * kChunk <= n; c += 4) {
-        const T* p = x + c * kChunk;
-        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        for (int64_t i = 0; i < kChunk; ++i) {
-            const double v0 = p[i], v1 = p[i + kChunk], v2 = p[i + 2 * kChunk], v3 = p[i + 3 * kChunk];
-            a0 = a0 + v0 * v0, a1 = a1 + v1 * v1, a2 = a2 + v2 * v2, a3 = a3 + v3 * v3;
-        }
-        out[c] = a0, out[c + 1] = a1, out[c + 2] = a2, out[c + 3] = a3;
-    }
-    for (; c < first_chunk + chunks; ++c) {
-        const T* p = x + c * kChunk;
-        const int64_t len = std::min(kChunk, n - c * kChunk);
-        double acc = 0;
-        for (int64_t i = 0; i < len; ++i) acc = acc + double(p[i]) * double(p[i]);
-        out[c] = acc;
-    }
-}
-
+// Every gradient's sum of squares (0 for a missing one): by the
+// definition above, or with the fast kernels (core/kernels/sum_of_squares.cpp)
+// four chunks at a time with the same bits; a gradient that is not
+// contiguous always goes through the definition.
 std::vector<double> sums_of_squares(const std::vector<Tensor>& grads) {
-    constexpr int64_t kChunk = internal::kChunk;
-    // Work items of up to four chunks of one gradient: (gradient, first chunk, chunks).
-    struct Item {
-        size_t grad;
-        int64_t first, count;
-    };
-    std::vector<Item> items;
-    std::vector<std::vector<double>> partial(grads.size());
     std::vector<double> total(grads.size(), 0.0);
-    for (size_t i = 0; i < grads.size(); ++i) {
-        const Tensor& g = grads[i];
-        if (!g.defined()) continue;
-        if (!g.is_contiguous()) {
-            total[i] = sum_of_squares(g);
-            continue;
+    bool fast_done = false;
+    if constexpr (internal::kFastKernelsBuilt)
+        if (internal::use_fast_kernels()) {
+            internal::fast::sums_of_squares(grads, total);
+            fast_done = true;
         }
-        const int64_t chunks = (g.numel() + kChunk - 1) / kChunk;
-        partial[i].assign(static_cast<size_t>(chunks), 0.0);
-        for (int64_t c = 0; c < chunks; c += 4) items.push_back({i, c, std::min<int64_t>(4, chunks - c)});
-    }
-    parallel_for(0, static_cast<int64_t>(items.size()), 1, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) {
-            const Item& it = items[static_cast<size_t>(k)];
-            const Tensor& g = grads[it.grad];
-            dispatch_floating(g.dtype(), "clip_grad_norm_", [&]<typename T>(TypeTag<T>) {
-                chunk_sums(internal::data_of<T>(g), g.numel(), it.first, it.count, partial[it.grad].data());
-            });
-        }
-    });
-    for (size_t i = 0; i < grads.size(); ++i) {
-        if (partial[i].empty()) continue;
-        double acc = partial[i][0];
-        for (size_t c = 1; c < partial[i].size(); ++c) acc = acc + partial[i][c];
-        total[i] = acc;
-    }
+    for (size_t i = 0; i < grads.size(); ++i)
+        if (grads[i].defined() && !(fast_done && grads[i].is_contiguous())) total[i] = sum_of_squares(grads[i]);
     return total;
 }
 

@@ -374,6 +374,34 @@ TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][opt
     }
 }
 
+TEST_CASE("clip_grad_norm_'s fast sums of squares give the bits of its definition", "[kernels][optim]") {
+    // Contiguous gradients of 1, 4, 5 and 10 of sum()'s 16,384-element
+    // chunks (whole groups of four, groups and single chunks, a partial
+    // last chunk), a small one, a transposed one the kernel leaves to the
+    // definition, a missing one; float32 and float64.
+    manual_seed(12);
+    std::vector<Tensor> grads = {randn({7}),
+                                 randn({16384}) * 1e-3,
+                                 randn({4, 16384}, kFloat64),
+                                 randn({5 * 16384 - 3}) * 40,
+                                 randn({10 * 16384 + 77}),
+                                 randn({700, 300}).t(),
+                                 Tensor()};
+    require_same_bits("clip_grad_norm_", [&] {
+        std::vector<Tensor> params, norms;
+        for (const Tensor& g : grads) {
+            params.push_back(g.defined() ? zeros(g.sizes(), g.dtype()) : zeros({3}));
+            params.back().requires_grad_();
+            if (g.defined()) params.back().set_grad(g);
+        }
+        // One parameter at a time gives each gradient's own norm; then all together.
+        for (const Tensor& p : params)
+            if (p.grad().defined()) norms.push_back(scalar_tensor(optim::clip_grad_norm_({p}, 1e30), kFloat64));
+        norms.push_back(scalar_tensor(optim::clip_grad_norm_(params, 1e30), kFloat64));
+        return norms;
+    });
+}
+
 TEST_CASE("float64 batched products: the slice split gives the bits of one slice at a time", "[kernels][matmul]") {
     manual_seed(7);
     // float64 runs the portable blocked gemm, with gemm_plain's bits: only

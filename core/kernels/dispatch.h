@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/ops/adamw.h"
 #include "core/ops/attention.h"
@@ -163,6 +164,13 @@ void gelu_erf_with_slope(const float* x, float* out, float* slope, int64_t n);
 // loop, compiled for AVX2 too and split between threads: the same bits.
 template <typename T>
 void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n, const AdamWScalars<T>& s);
+
+// clip_grad_norm_'s 2-norm (kernels/sum_of_squares.cpp): for each
+// defined, contiguous float or double gradient g, total[i] = the sum of
+// double(g[j])^2 in the order sum() adds g's elements, as sum_of_squares in
+// nn/optim.cpp computes it: the same bits, four of sum()'s chunks side by
+// side, the chunks shared between threads. Other entries are left alone.
+void sums_of_squares(const std::vector<Tensor>& grads, std::vector<double>& total);
 
 // Storage's buffers (kernels/buffer_cache.cpp): a cache that keeps released
 // buffers and hands each to the next request of its size class, instead of
