@@ -161,22 +161,33 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
         WARN("skipped: the AVX2 kernels do not run here (no AVX2/FMA)");
         return;
     }
-    // Threads take equal runs of C's tiles, row panel by row panel, so a
-    // run can end or start inside a row panel: 70 x 100 in AVX-512's
-    // 14 x 32 tiles is 20 tiles, 10 each, the first run two whole row
-    // panels and half of the third, the second the rest of it and two
-    // more; 66 x 100 does the same in AVX2's 6 x 16 (77 tiles, 39 + 38);
-    // 10 x 300 is one row panel, split inside it; 20 x 4100 is two blocks
-    // of columns, the threads meeting at a barrier between them, the last
-    // block 4 columns wide and so read at another depth. Also lm_head's products,
-    // whose last panel of 1 column has a kernel of its own. Each tile is
-    // computed the same whoever computes it: the bits of one thread. (Two
-    // threads, not more: libomp keeps what it allocates for each thread it
-    // adds, which LeakSanitizer reports in CI's sanitize build.)
-    std::vector<std::pair<const char*, Kernel<float>>> kernels = {{"AVX2", gemm_packed_avx2}};
-    if (cpu_has_avx512f()) kernels.emplace_back("AVX-512", gemm_packed_avx512);
-    const std::vector<Shape3> shapes = {{70, 300, 100}, {66, 300, 100}, {10, 300, 300}, {20, 600, 4100},
-                                        {768, 128, 65}, {65, 768, 128}, {29, 513, 301}};
+    // Two ways to share a product (Note [Two halves or one team] in
+    // core/kernels/gemm_packed_driver.h), each against one thread.
+    // As one team (the *_team entry points), threads take equal runs of C's
+    // tiles, row panel by row panel, so a run can end or start inside a row
+    // panel: 70 x 100 in AVX-512's 14 x 32 tiles is 20 tiles, 10 each, the
+    // first run two whole row panels and half of the third, the second the
+    // rest of it and two more; 66 x 100 does the same in AVX2's 6 x 16 (77
+    // tiles, 39 + 38); 10 x 300 is one row panel, split inside it; 20 x 4100
+    // is two blocks of columns, the threads meeting at a barrier between
+    // them, the last block 4 columns wide and so read at another depth. Cut
+    // in halves (the plain entry points on two threads): by rows where C
+    // has more rows than columns (771 x 100: 771 is no multiple of a tile's
+    // rows; lm_head's 768 x 65, its last panel of 1 column with a kernel of
+    // its own), else by columns (30 x 530: each half with a thin last panel,
+    // or 8 of AVX-512's 32-column panels, A read in place; 20 x 4100).
+    // Each tile is computed the same whoever computes it: the bits of one
+    // thread. (Two threads, not more: libomp keeps what it allocates for
+    // each thread it adds, which LeakSanitizer reports in CI's sanitize
+    // build.)
+    std::vector<std::pair<const char*, Kernel<float>>> kernels = {{"AVX2", gemm_packed_avx2},
+                                                                  {"AVX2 team", gemm_packed_team_avx2}};
+    if (cpu_has_avx512f()) {
+        kernels.emplace_back("AVX-512", gemm_packed_avx512);
+        kernels.emplace_back("AVX-512 team", gemm_packed_team_avx512);
+    }
+    const std::vector<Shape3> shapes = {{70, 300, 100}, {66, 300, 100}, {10, 300, 300}, {20, 600, 4100}, {771, 64, 100},
+                                        {30, 200, 530}, {768, 128, 65}, {65, 768, 128}, {29, 513, 301}};
     for_each_case<float>(shapes, 31, [&](const Shape3& s, auto ma, auto mb, bool accumulate) {
         const int before = get_num_threads();
         for (const auto& [name, kernel] : kernels) {

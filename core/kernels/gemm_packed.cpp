@@ -68,6 +68,14 @@ void gemm_packed_avx512(MatrixRef<const float> a, MatrixRef<const float> b, Matr
     gemm_packed<Avx512Tile>(a, b, c, accumulate);
 }
 
+void gemm_packed_team_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    gemm_packed_team<Avx2Tile>(a, b, c, accumulate);
+}
+
+void gemm_packed_team_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    gemm_packed_team<Avx512Tile>(a, b, c, accumulate);
+}
+
 namespace {
 
 // The direct driver: threads split C's rows in whole tiles of kMr rows,

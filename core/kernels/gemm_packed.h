@@ -79,6 +79,11 @@ double fma_rate_avx512(int64_t steps);
 // the 14x32 AVX-512 one. Both give the same bits.
 void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm_packed_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+// The same always shared as one team of threads, never cut in two halves
+// (Note [Two halves or one team] in gemm_packed_driver.h): for the tests,
+// which compare the two ways.
+void gemm_packed_team_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+void gemm_packed_team_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 // The same with the portable tile (gemm_portable.cpp; 8 x 12 on arm64, 6 x
 // 16 on x86-64): the same bits as the scalar loop c = std::fma(a_ip, b_pj,
 // c) in increasing p, and as the tiles above. Built on every CPU; on x86-64

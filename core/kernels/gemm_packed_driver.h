@@ -15,7 +15,9 @@
 
 // The loop nest:
 //
-//   one team of threads for the whole product (parallel_team):
+//   one team of threads for the whole product (parallel_team; on two threads
+//   a product with a long side is cut in two halves instead, each one thread's
+//   whole product: Note [Two halves or one team] below):
 //   for each block of kNc columns of C (jc):
 //     for each block of kKc values of k (pc): 256 (AVX2, portable), 512 (AVX-512)
 //       pack B[pc:+kc, jc:+nc] into panels of kNr columns    (threads share it, L3)
@@ -220,8 +222,10 @@ void block_tiles(MatrixRef<const float> a, MatrixRef<float> c, const float* bp, 
     if (begin < end) block_rows<Tile>(a, c, bp, pc, kc, jc, nc, rp, rp + 1, 0, end - begin, add);
 }
 
+// The product as one team: threads share each packed block of B and split
+// C's tiles (the loop nest drawn at the top), or the calling thread alone.
 template <class Tile>
-void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
     constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int64_t row_panels = (m + kMr - 1) / kMr;
@@ -264,6 +268,53 @@ void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
                 });
             }
         }
+    });
+}
+
+// Note [Two halves or one team]. On two threads a product is cut in two
+// halves along C's longer side, each a whole product on one thread with
+// nothing shared: C's first rows from A's first rows and all of B, or C's
+// first columns from all of A and B's first columns. Each thread then packs
+// its own copy of the smaller operand, and never waits for the other or
+// reads what the other packed. One team instead packs each block of B once
+// between the two threads, but meets at two barriers per block of k, and
+// each thread reads the half of every packed block the other core wrote; a
+// thread the system delays holds up the other at each barrier. The copy
+// costs the half a few tenths of a percent of its multiply-adds at the
+// macbook preset's products (C 768 x 65 to 512, or 128 to 512 square-ish).
+// Measured on a 2-core Zen 4, 2 threads, each product's B freshly written
+// by both threads, medians of four alternating runs (GFLOP/s, team ->
+// halves): the macbook preset's 13 products +0.4% to +14% (dW = dy^T @ x
+// at 128 x 768 x 128: 168 -> 192; at 128 x 768 x 512: 174 -> 197),
+// 192^3 to 512^3 +0.6% to +7%, 1024^3 -0.8%; while the host was busy the
+// team lost up to half its speed and the halves under 10%. More threads
+// keep the team: each thread would copy the smaller operand once more, and
+// no machine here had more cores to measure it on. Each element of C sums
+// its k in the same order either way: the same bits.
+template <class Tile>
+void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
+    constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr;
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    if (get_num_threads() != 2 || m * n * k <= kGemmParallelWork) {
+        gemm_packed_team<Tile>(a, b, c, accumulate);
+        return;
+    }
+    // Cut the longer side at a whole number of tiles (rows of kMr, columns of kNr).
+    const bool by_rows = m >= n;
+    const int64_t unit = by_rows ? kMr : kNr, side = by_rows ? m : n;
+    const int64_t cut = std::min(side, ((side + unit - 1) / unit + 1) / 2 * unit);
+    parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
+        if (end - begin == 2) { // the loop did not split (Note [Threads on a busy machine]): all of it here
+            gemm_packed_team<Tile>(a, b, c, accumulate);
+            return;
+        }
+        const int64_t from = begin == 0 ? 0 : cut, to = begin == 0 ? cut : side;
+        if (by_rows)
+            gemm_packed_team<Tile>({&a.at(from, 0), to - from, k, a.row_stride, a.col_stride}, b,
+                                   {&c.at(from, 0), to - from, n, c.row_stride, c.col_stride}, accumulate);
+        else
+            gemm_packed_team<Tile>(a, {&b.at(0, from), k, to - from, b.row_stride, b.col_stride},
+                                   {&c.at(0, from), m, to - from, c.row_stride, c.col_stride}, accumulate);
     });
 }
 
