@@ -279,9 +279,10 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
 // reads what the other packed. One team instead packs each block of B once
 // between the two threads, but meets at two barriers per block of k, and
 // each thread reads the half of every packed block the other core wrote; a
-// thread the system delays holds up the other at each barrier. The copy
-// costs the half a few tenths of a percent of its multiply-adds at the
-// macbook preset's products (C 768 x 65 to 512, or 128 to 512 square-ish).
+// thread the system delays holds up the other at each barrier. The second
+// copy is work the team does not do: at the macbook preset packing is about
+// 3% of a step on one thread (perf), and each thread now packs about twice
+// its former share.
 // Measured on a 2-core Zen 4, 2 threads, each product's B freshly written
 // by both threads, medians of four alternating runs (GFLOP/s, team ->
 // halves): the macbook preset's 13 products +0.4% to +14% (dW = dy^T @ x
