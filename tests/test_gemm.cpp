@@ -175,7 +175,8 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
     // has more rows than columns (771 x 100: 771 is no multiple of a tile's
     // rows; lm_head's 768 x 65, its last panel of 1 column with a kernel of
     // its own), else by columns (30 x 530: each half with a thin last panel,
-    // or 8 of AVX-512's 32-column panels, A read in place; 20 x 4100).
+    // or 8 of AVX-512's 32-column panels, A read in place; 20 x 4100);
+    // 1 x 2 (over 2^18 multiply-adds) is one tile, all in the first half.
     // Each tile is computed the same whoever computes it: the bits of one
     // thread. (Two threads, not more: libomp keeps what it allocates for
     // each thread it adds, which LeakSanitizer reports in CI's sanitize
@@ -186,8 +187,9 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
         kernels.emplace_back("AVX-512", gemm_packed_avx512);
         kernels.emplace_back("AVX-512 team", gemm_packed_team_avx512);
     }
-    const std::vector<Shape3> shapes = {{70, 300, 100}, {66, 300, 100}, {10, 300, 300}, {20, 600, 4100}, {771, 64, 100},
-                                        {30, 200, 530}, {768, 128, 65}, {65, 768, 128}, {29, 513, 301}};
+    const std::vector<Shape3> shapes = {{70, 300, 100}, {66, 300, 100}, {10, 300, 300}, {20, 600, 4100},
+                                        {771, 64, 100}, {30, 200, 530}, {768, 128, 65}, {65, 768, 128},
+                                        {29, 513, 301}, {1, 270000, 2}};
     for_each_case<float>(shapes, 31, [&](const Shape3& s, auto ma, auto mb, bool accumulate) {
         const int before = get_num_threads();
         for (const auto& [name, kernel] : kernels) {

@@ -310,6 +310,7 @@ void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
             return;
         }
         const int64_t from = begin == 0 ? 0 : cut, to = begin == 0 ? cut : side;
+        if (from == to) return; // a side of one tile: all of it in the first half
         if (by_rows)
             gemm_packed_team<Tile>({&a.at(from, 0), to - from, k, a.row_stride, a.col_stride}, b,
                                    {&c.at(from, 0), to - from, n, c.row_stride, c.col_stride}, accumulate);
