@@ -8,6 +8,7 @@
 // batched products between threads: tests/test_kernels.cpp.
 #include <cmath>
 #include <functional>
+#include <string>
 
 #include <catch2/catch.hpp>
 
@@ -170,17 +171,17 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
     // rest of it and two more; 66 x 100 does the same in AVX2's 6 x 16 (77
     // tiles, 39 + 38); 10 x 300 is one row panel, split inside it; 20 x 4100
     // is two blocks of columns, the threads meeting at a barrier between
-    // them, the last block 4 columns wide and so read at another depth. Cut
-    // in halves (the plain entry points on two threads): by rows where C
-    // has more rows than columns (771 x 100: 771 is no multiple of a tile's
-    // rows; lm_head's 768 x 65, its last panel of 1 column with a kernel of
-    // its own), else by columns (30 x 530: each half with a thin last panel,
-    // or 8 of AVX-512's 32-column panels, A read in place; 20 x 4100);
-    // 1 x 2 (over 2^18 multiply-adds) is one tile, all in the first half.
-    // Each tile is computed the same whoever computes it: the bits of one
-    // thread. (Two threads, not more: libomp keeps what it allocates for
-    // each thread it adds, which LeakSanitizer reports in CI's sanitize
-    // build.)
+    // them, the last block 4 columns wide and so read at another depth.
+    // Cut in halves (the plain entry points on two threads; `cut` below
+    // lists the shapes both tiles cut): by rows, 771 x 100 (771 is no
+    // multiple of a tile's rows) and lm_head's 768 x 65, its last panel of
+    // 1 column with a kernel of its own; by columns, 20 x 4100 (its last 4
+    // columns run that kernel alone but the tile in the second half) and
+    // 30 x 260 (the second half 8 of AVX2's panels or 4 of AVX-512's, A read
+    // in place, its last 4 columns the thin kernel's). Each tile is computed
+    // the same whoever computes it: the bits of one thread. (Two threads,
+    // not more: libomp keeps what it allocates for each thread it adds,
+    // which LeakSanitizer reports in CI's sanitize build.)
     std::vector<std::pair<const char*, Kernel<float>>> kernels = {{"AVX2", gemm_packed_avx2},
                                                                   {"AVX2 team", gemm_packed_team_avx2}};
     if (cpu_has_avx512f()) {
@@ -188,19 +189,34 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
         kernels.emplace_back("AVX-512 team", gemm_packed_team_avx512);
     }
     const std::vector<Shape3> shapes = {{70, 300, 100}, {66, 300, 100}, {10, 300, 300}, {20, 600, 4100},
-                                        {771, 64, 100}, {30, 200, 530}, {768, 128, 65}, {65, 768, 128},
+                                        {771, 64, 100}, {30, 300, 260}, {768, 128, 65}, {65, 768, 128},
                                         {29, 513, 301}, {1, 270000, 2}};
+    const auto cut = [](const Shape3& s) {
+        return (s.m == 771 && s.n == 100) || (s.m == 768 && s.n == 65) || s.n == 4100 || (s.m == 30 && s.n == 260);
+    };
     for_each_case<float>(shapes, 31, [&](const Shape3& s, auto ma, auto mb, bool accumulate) {
         const int before = get_num_threads();
         for (const auto& [name, kernel] : kernels) {
             INFO(name << ", accumulate " << accumulate);
+            const bool team = std::string(name).find("team") != std::string::npos;
             set_num_threads(1);
-            std::vector<float> one(s.m * s.n, 0.25f), two(s.m * s.n, 0.25f);
+            std::vector<float> one(s.m * s.n, 0.25f), two(s.m * s.n, 0.25f), nested(s.m * s.n, 0.25f);
             kernel(ma, mb, MatrixRef<float>{one.data(), s.m, s.n, s.n, 1}, accumulate);
             set_num_threads(2);
+            const int64_t halves = gemm_packed_halves_run();
             kernel(ma, mb, MatrixRef<float>{two.data(), s.m, s.n, s.n, 1}, accumulate);
+            const int64_t halves_now = gemm_packed_halves_run();
+            // Inside a parallel loop the product cannot split again: all of it on one thread.
+            parallel_for(0, 2, 1, [&](int64_t b, int64_t) {
+                if (b == 0) kernel(ma, mb, MatrixRef<float>{nested.data(), s.m, s.n, s.n, 1}, accumulate);
+            });
+            const int64_t halves_nested = gemm_packed_halves_run() - halves_now;
             set_num_threads(before); // before REQUIRE, which ends the case when it fails
             REQUIRE(two == one);
+            REQUIRE(nested == one);
+            if (team) REQUIRE(halves_now == halves);
+            if (!team && cut(s)) REQUIRE(halves_now == halves + 1);
+            REQUIRE(halves_nested == 0);
         }
     });
 }

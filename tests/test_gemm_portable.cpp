@@ -108,6 +108,37 @@ TEST_CASE("the portable tile on operands with neither dim contiguous, at 1 and 2
     }
 }
 
+TEST_CASE("the portable tile gives one thread's bits on two threads, in halves and as a team", "[kernels][gemm]") {
+    if (!portable_tile_runs_here()) {
+        WARN("skipped: the portable tile does not run here (no AVX and FMA)");
+        return;
+    }
+    // Note [Two halves or one team] (core/kernels/gemm_packed_driver.h):
+    // two threads cut 771 x 100 by rows and 30 x 260 by columns (with 6 x 16
+    // and 8 x 12 tiles alike), and 66 x 100 by rows with 6 x 16 tiles (7
+    // column panels are too few) or by columns with 8 x 12; the team entry
+    // point shares the tiles of all three instead.
+    for (const Shape3& s : std::vector<Shape3>{{771, 64, 100}, {30, 300, 260}, {66, 300, 100}}) {
+        std::vector<float> a = pattern_values(s.m * s.k, 61), b = pattern_values(s.k * s.n, 62);
+        MatrixRef<const float> ma{a.data(), s.m, s.k, s.k, 1}, mb{b.data(), s.k, s.n, s.n, 1};
+        std::vector<float> loop(s.m * s.n, 0.25f), halves(s.m * s.n, 0.25f), team(s.m * s.n, 0.25f);
+        gemm_fma_loop(ma, mb, MatrixRef<float>{loop.data(), s.m, s.n, s.n, 1}, true);
+        const int before = get_num_threads();
+        set_num_threads(2);
+        const int64_t cut = gemm_portable_halves_run();
+        gemm_packed_portable(ma, mb, MatrixRef<float>{halves.data(), s.m, s.n, s.n, 1}, true);
+        const int64_t cut_after = gemm_portable_halves_run();
+        gemm_packed_team_portable(ma, mb, MatrixRef<float>{team.data(), s.m, s.n, s.n, 1}, true);
+        const int64_t cut_team = gemm_portable_halves_run();
+        set_num_threads(before);
+        INFO(s.m << "x" << s.k << "x" << s.n);
+        REQUIRE(differing(halves, loop) == 0);
+        REQUIRE(differing(team, loop) == 0);
+        REQUIRE(cut_after == cut + 1);
+        REQUIRE(cut_team == cut_after);
+    }
+}
+
 TEST_CASE("the exactness test can tell a fused kernel from an unfused one", "[kernels][gemm]") {
     // The fma loop and gemm's definition (a multiply and an add, each
     // rounded) must differ on these inputs, or the tests above could not

@@ -375,7 +375,7 @@ TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][opt
 }
 
 TEST_CASE("clip_grad_norm_'s fast sums of squares give the bits of its definition", "[kernels][optim]") {
-    // Contiguous gradients of 1, 4, 5 and 10 of sum()'s 16,384-element
+    // Contiguous gradients of 1, 4, 5 and 11 of sum()'s 16,384-element
     // chunks (whole groups of four, groups and single chunks, a partial
     // last chunk), a small one, a transposed one the kernel leaves to the
     // definition, a missing one; float32 and float64.

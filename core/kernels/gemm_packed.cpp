@@ -76,6 +76,8 @@ void gemm_packed_team_avx512(MatrixRef<const float> a, MatrixRef<const float> b,
     gemm_packed_team<Avx512Tile>(a, b, c, accumulate);
 }
 
+int64_t gemm_packed_halves_run() { return halves_run.load(std::memory_order_relaxed); }
+
 namespace {
 
 // The direct driver: threads split C's rows in whole tiles of kMr rows,

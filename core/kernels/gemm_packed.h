@@ -80,14 +80,19 @@ double fma_rate_avx512(int64_t steps);
 void gemm_packed_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm_packed_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 // The same always shared as one team of threads, never cut in two halves
-// (Note [Two halves or one team] in gemm_packed_driver.h): for the tests,
-// which compare the two ways.
+// (Note [Two halves or one team] in gemm_packed_driver.h), and how many
+// products the two above have cut in halves since the program started:
+// for the tests, which compare the two ways and check that both ran.
 void gemm_packed_team_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm_packed_team_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+int64_t gemm_packed_halves_run();
 // The same with the portable tile (gemm_portable.cpp; 8 x 12 on arm64, 6 x
 // 16 on x86-64): the same bits as the scalar loop c = std::fma(a_ip, b_pj,
 // c) in increasing p, and as the tiles above. Built on every CPU; on x86-64
 // for AVX and FMA, so call it there only where cpu_has_avx_fma().
 void gemm_packed_portable(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+// The same as one team, and the products it cut in halves (as above).
+void gemm_packed_team_portable(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
+int64_t gemm_portable_halves_run();
 
 } // namespace ember::internal

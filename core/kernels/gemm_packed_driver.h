@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <new>
 
@@ -16,8 +17,8 @@
 // The loop nest:
 //
 //   one team of threads for the whole product (parallel_team; on two threads
-//   a product with a long side is cut in two halves instead, each one thread's
-//   whole product: Note [Two halves or one team] below):
+//   the product is cut in two halves instead, each one thread's whole
+//   product: Note [Two halves or one team] below):
 //   for each block of kNc columns of C (jc):
 //     for each block of kKc values of k (pc): 256 (AVX2, portable), 512 (AVX-512)
 //       pack B[pc:+kc, jc:+nc] into panels of kNr columns    (threads share it, L3)
@@ -67,6 +68,7 @@ public:
     float* get(size_t floats) {
         if (floats > size_) {
             ::operator delete (data_, std::align_val_t{64});
+            data_ = nullptr, size_ = 0; // if the new one throws, nothing freed is kept
             data_ = static_cast<float*>(::operator new (floats * sizeof(float), std::align_val_t{64}));
             size_ = floats;
         }
@@ -272,45 +274,56 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
 }
 
 // Note [Two halves or one team]. On two threads a product is cut in two
-// halves along C's longer side, each a whole product on one thread with
-// nothing shared: C's first rows from A's first rows and all of B, or C's
-// first columns from all of A and B's first columns. Each thread then packs
-// its own copy of the smaller operand, and never waits for the other or
-// reads what the other packed. One team instead packs each block of B once
+// halves, each a whole product on one thread with nothing shared: C's
+// first rows from A's first rows and all of B, or C's first columns from
+// all of A and B's first columns. Each thread then packs its own copy of
+// the operand both halves need, and never waits for the other or reads
+// what the other packed. One team instead packs each block of B once
 // between the two threads, but meets at two barriers per block of k, and
 // each thread reads the half of every packed block the other core wrote; a
 // thread the system delays holds up the other at each barrier. The second
 // copy is work the team does not do: at the macbook preset packing is about
 // 3% of a step on one thread (perf), and each thread now packs about twice
-// its former share.
+// its former share. The cut runs across C's longer side (so the copy is of
+// the smaller operand) at a whole number of tiles, the first half taking
+// the odd one; a side of fewer than kHalvesTiles tiles would leave the
+// halves too uneven (3 tiles: 2 and 1), so then the other side is cut, or
+// when neither has enough, the team shares the tiles.
 // Measured on a 2-core Zen 4, 2 threads, each product's B freshly written
 // by both threads, medians of four alternating runs (GFLOP/s, team ->
 // halves): the macbook preset's 13 products +0.4% to +14% (dW = dy^T @ x
 // at 128 x 768 x 128: 168 -> 192; at 128 x 768 x 512: 174 -> 197),
-// 192^3 to 512^3 +0.6% to +7%, 1024^3 -0.8%; while the host was busy the
-// team lost up to half its speed and the halves under 10%. More threads
-// keep the team: each thread would copy the smaller operand once more, and
-// no machine here had more cores to measure it on. Each element of C sums
-// its k in the same order either way: the same bits.
+// 192^3 to 512^3 +0.6% to +7%, 1024^3 -0.9%. More threads keep the team:
+// each thread would copy the operand once more, and no machine here had
+// more cores to measure it on. Each element of C sums its k in the same
+// order either way: the same bits.
+inline constexpr int64_t kHalvesTiles = 8;
+
+// How many products have been cut in halves since the program started (for
+// the tests, which check that the halves ran).
+inline std::atomic<int64_t> halves_run{0};
+
 template <class Tile>
 void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
     constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
-    if (get_num_threads() != 2 || m * n * k <= kGemmParallelWork) {
+    const int64_t row_tiles = (m + kMr - 1) / kMr, col_tiles = (n + kNr - 1) / kNr;
+    bool by_rows = m >= n;
+    if ((by_rows ? row_tiles : col_tiles) < kHalvesTiles) by_rows = !by_rows;
+    const int64_t tiles = by_rows ? row_tiles : col_tiles;
+    if (get_num_threads() != 2 || m * n * k <= kGemmParallelWork || tiles < kHalvesTiles) {
         gemm_packed_team<Tile>(a, b, c, accumulate);
         return;
     }
-    // Cut the longer side at a whole number of tiles (rows of kMr, columns of kNr).
-    const bool by_rows = m >= n;
     const int64_t unit = by_rows ? kMr : kNr, side = by_rows ? m : n;
-    const int64_t cut = std::min(side, ((side + unit - 1) / unit + 1) / 2 * unit);
+    const int64_t cut = (tiles + 1) / 2 * unit; // < side, since tiles >= 2
     parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
         if (end - begin == 2) { // the loop did not split (Note [Threads on a busy machine]): all of it here
             gemm_packed_team<Tile>(a, b, c, accumulate);
             return;
         }
+        if (begin == 0) halves_run.fetch_add(1, std::memory_order_relaxed);
         const int64_t from = begin == 0 ? 0 : cut, to = begin == 0 ? cut : side;
-        if (from == to) return; // a side of one tile: all of it in the first half
         if (by_rows)
             gemm_packed_team<Tile>({&a.at(from, 0), to - from, k, a.row_stride, a.col_stride}, b,
                                    {&c.at(from, 0), to - from, n, c.row_stride, c.col_stride}, accumulate);

@@ -184,4 +184,11 @@ void gemm_packed_portable(MatrixRef<const float> a, MatrixRef<const float> b, Ma
     gemm_packed<PortableTile>(a, b, c, accumulate);
 }
 
+void gemm_packed_team_portable(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c,
+                               bool accumulate) {
+    gemm_packed_team<PortableTile>(a, b, c, accumulate);
+}
+
+int64_t gemm_portable_halves_run() { return halves_run.load(std::memory_order_relaxed); }
+
 } // namespace ember::internal
