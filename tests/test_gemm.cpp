@@ -207,8 +207,9 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
             kernel(ma, mb, MatrixRef<float>{two.data(), s.m, s.n, s.n, 1}, accumulate);
             const int64_t halves_now = gemm_packed_halves_run();
             // Inside a parallel loop the product cannot split again: all of it on one thread.
+            const Kernel<float> run = kernel; // (clang 14 cannot capture a structured binding)
             parallel_for(0, 2, 1, [&](int64_t b, int64_t) {
-                if (b == 0) kernel(ma, mb, MatrixRef<float>{nested.data(), s.m, s.n, s.n, 1}, accumulate);
+                if (b == 0) run(ma, mb, MatrixRef<float>{nested.data(), s.m, s.n, s.n, 1}, accumulate);
             });
             const int64_t halves_nested = gemm_packed_halves_run() - halves_now;
             set_num_threads(before); // before REQUIRE, which ends the case when it fails
