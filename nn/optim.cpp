@@ -11,7 +11,6 @@
 
 #include "core/autograd/autograd.h"
 #include "core/kernels/dispatch.h"
-#include "core/loops/parallel.h"
 #include "core/ops/adamw.h"
 #include "core/ops/reduce.h"
 #include "core/tensor/internal.h"
@@ -242,14 +241,11 @@ double sum_of_squares(const Tensor& g) {
 // contiguous always goes through the definition.
 std::vector<double> sums_of_squares(const std::vector<Tensor>& grads) {
     std::vector<double> total(grads.size(), 0.0);
-    bool fast_done = false;
+    const bool fast = internal::use_fast_kernels(); // false in a reference build
     if constexpr (internal::kFastKernelsBuilt)
-        if (internal::use_fast_kernels()) {
-            internal::fast::sums_of_squares(grads, total);
-            fast_done = true;
-        }
+        if (fast) internal::fast::sums_of_squares(grads, total);
     for (size_t i = 0; i < grads.size(); ++i)
-        if (grads[i].defined() && !(fast_done && grads[i].is_contiguous())) total[i] = sum_of_squares(grads[i]);
+        if (grads[i].defined() && !(fast && grads[i].is_contiguous())) total[i] = sum_of_squares(grads[i]);
     return total;
 }
 
