@@ -73,6 +73,36 @@ static void tile_6x16(int64_t k, const float* const a[6], int64_t acs, const flo
     _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 }
 
+// The direct driver's tile for the last R < 6 rows of a column panel (the
+// 4 rows left of a 16-row strip of attention's scores): tile_6x16's loop
+// on R rows of A, 2R accumulators, C read and written in place. Each C
+// element sums over p in increasing order, one fused multiply-add per step,
+// so it gives the bits tile_6x16 gives on those rows, without computing
+// rows past the end into a local tile and copying the valid ones out.
+template <int R>
+static void tile_rows_x16(int64_t k, const float* const a[6], int64_t acs, const float* b, int64_t brs, float* c,
+                          int64_t ldc, bool add) {
+    static_assert(R >= 1 && R < 6);
+    __m256 lo[R], hi[R]; // columns 0-7 and 8-15 of each row of C
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) {
+        lo[i] = add ? _mm256_loadu_ps(c + i * ldc) : _mm256_setzero_ps();
+        hi[i] = add ? _mm256_loadu_ps(c + i * ldc + 8) : _mm256_setzero_ps();
+    }
+    for (int64_t p = 0; p < k; ++p) {
+        const float* bp = b + p * brs;
+        const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+        const int64_t o = p * acs;
+#pragma GCC unroll 6
+        for (int i = 0; i < R; ++i) {
+            const __m256 ai = _mm256_broadcast_ss(a[i] + o);
+            lo[i] = _mm256_fmadd_ps(ai, b0, lo[i]), hi[i] = _mm256_fmadd_ps(ai, b1, hi[i]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) _mm256_storeu_ps(c + i * ldc, lo[i]), _mm256_storeu_ps(c + i * ldc + 8, hi[i]);
+}
+
 // The packed driver's micro-kernel: b packed as kc rows of 16 (b[p*16 + j]
 // = B[p][j]), row i of A at a[i] with its elements acs apart (a packed
 // panel of A is a[i] = panel + i, acs = 6).
@@ -358,12 +388,20 @@ void gemm_direct_rows_avx2(MatrixRef<const float> a, MatrixRef<const float> b, M
                 tile_6x16<false>(k, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride, add);
                 continue;
             }
-            // A ragged edge: work in a local tile, copy the valid part in and out.
+            if (cols == 16) { // the last 1 to 5 rows: a tile of that height
+                using Tile =
+                    void (*)(int64_t, const float* const[6], int64_t, const float*, int64_t, float*, int64_t, bool);
+                static constexpr Tile kShort[5] = {tile_rows_x16<1>, tile_rows_x16<2>, tile_rows_x16<3>,
+                                                   tile_rows_x16<4>, tile_rows_x16<5>};
+                kShort[rows - 1](k, arow, a.col_stride, b.data + j0, b.row_stride, cij, c.row_stride, add);
+                continue;
+            }
+            // A ragged right edge (9 to 15 columns): work in a local tile, copy the
+            // valid part in and out.
             if (add)
                 for (int64_t r = 0; r < rows; ++r)
                     for (int64_t j = 0; j < cols; ++j) local[r * 16 + j] = cij[r * c.row_stride + j];
-            if (cols == 16) tile_6x16<false>(k, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, local, 16, add);
-            else tile_6x16<true>(k, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, local, 16, add);
+            tile_6x16<true>(k, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, local, 16, add);
             for (int64_t r = 0; r < rows; ++r)
                 for (int64_t j = 0; j < cols; ++j) cij[r * c.row_stride + j] = local[r * 16 + j];
         }

@@ -63,7 +63,7 @@ void tile_14x32(int64_t kc, const float* const a[14], int64_t acs, const float* 
 // the same loop, and the sums are the packed tile's: one fused multiply-add
 // per k in increasing k.
 template <int R, int V>
-void direct_tile(int64_t k, const float* const a[R], int64_t acs, const float* b, int64_t brs, __mmask16 m0,
+void direct_tile(int64_t k, const float* const a[], int64_t acs, const float* b, int64_t brs, __mmask16 m0,
                  __mmask16 m1, float* c, int64_t ldc, int64_t rows, bool add) {
     const __mmask16 mask[2] = {m0, m1};
     __m512 acc[R][V];
@@ -102,16 +102,15 @@ void gemm_direct_rows_avx512(MatrixRef<const float> a, MatrixRef<const float> b,
             const float* arow[R];
             clamped_rows<R>(a, i0, rows, 0, arow);
             float* cij = c.data + i0 * c.row_stride + j0;
-            if (cols > 16) {
-                direct_tile<R, 2>(a.cols, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride,
-                                  rows, add);
-            } else if (rows > 8) {
-                direct_tile<R, 1>(a.cols, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride,
-                                  rows, add);
-            } else { // a narrow C of at most 8 rows (attention's at T = 8): 8 rows, not 12
-                direct_tile<8, 1>(a.cols, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride,
-                                  rows, add);
-            }
+            // The tile: 1 or 2 vectors wide, R rows high, or 8 or 4 for a
+            // panel's last rows (a C of at most 8 rows, attention's at T = 8;
+            // the 4 left of a 16-row strip of its scores), so as not to compute 12.
+            using Tile = void (*)(int64_t, const float* const[], int64_t, const float*, int64_t, __mmask16, __mmask16,
+                                  float*, int64_t, int64_t, bool);
+            static constexpr Tile kTiles[2][3] = {{direct_tile<4, 1>, direct_tile<8, 1>, direct_tile<R, 1>},
+                                                  {direct_tile<4, 2>, direct_tile<8, 2>, direct_tile<R, 2>}};
+            const Tile tile = kTiles[cols > 16][rows > 8 ? 2 : rows > 4 ? 1 : 0];
+            tile(a.cols, arow, a.col_stride, b.data + j0, b.row_stride, m0, m1, cij, c.row_stride, rows, add);
         }
     }
 }
