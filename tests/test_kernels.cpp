@@ -258,9 +258,11 @@ TEST_CASE("FlashAttention equals scaled_dot_product_attention's definition withi
 
 TEST_CASE("FlashAttention's causal strips give the bits of the whole masked blocks", "[kernels][sdpa]") {
     // With is_causal the products over a block on the diagonal leave out,
-    // 16 rows or keys at a time, what the mask hides; the same mask given
-    // as a bool tensor runs whole blocks, the masked keys' zero weights
-    // included. What the strips leave out adds exactly 0, so the two agree
+    // 16 rows or keys at a time, what the mask hides, and the softmax steps
+    // write a row's weights past its visible keys as 0 instead of e^(-inf);
+    // the same mask given as a bool tensor runs whole blocks, the masked
+    // keys' zero weights included. What the strips leave out adds exactly
+    // 0, so the two agree
     // bit for bit: output and every gradient, float32 and float64, on every
     // tile. Rows of 64 (one block, four strips), 40 (a partial strip), 150
     // (three blocks, the last partial), 70 queries against 130 keys and 130
