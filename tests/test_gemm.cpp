@@ -48,6 +48,18 @@ const std::vector<Shape3> kDirectShapes = [] {
     return shapes;
 }();
 
+// C's start values for a product of shape s (m x n, row-major), all
+// different, so that accumulating into the wrong row or column shows; and
+// the same values laid out transposed (column stride m).
+std::vector<float> start_of_c(const Shape3& s) { return pattern_values(s.m * s.n, 77); }
+std::vector<float> start_of_c_transposed(const Shape3& s) {
+    const std::vector<float> c = start_of_c(s);
+    std::vector<float> t(c.size());
+    for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) t[j * s.m + i] = c[i * s.n + j];
+    return t;
+}
+
 } // namespace
 
 // The portable kernel sums each element in increasing k from its start
@@ -87,7 +99,7 @@ TEST_CASE("the AVX2 direct and packed kernels give identical bits", "[kernels][g
     // ones; both run one fused multiply-add per k in increasing order, so the
     // choice must never change a result. Also through a C with strided columns.
     for_each_case<float>(kDirectShapes, 11, [](const Shape3& s, auto ma, auto mb, bool accumulate) {
-        std::vector<float> direct(s.m * s.n, 0.25f), packed(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
+        std::vector<float> direct = start_of_c(s), packed = start_of_c(s), strided = start_of_c_transposed(s);
         gemm_direct_avx2(ma, mb, MatrixRef<float>{direct.data(), s.m, s.n, s.n, 1}, accumulate);
         gemm_packed_avx2(ma, mb, MatrixRef<float>{packed.data(), s.m, s.n, s.n, 1}, accumulate);
         REQUIRE(direct == packed);
@@ -112,7 +124,7 @@ TEST_CASE("the AVX-512 tiles give the AVX2 tiles' bits", "[kernels][gemm]") {
     std::vector<Shape3> shapes = kDirectShapes;
     shapes.insert(shapes.end(), {{300, 600, 70}, {29, 513, 301}, {130, 257, 4100}, {15, 40, 33}});
     for_each_case<float>(shapes, 21, [](const Shape3& s, auto ma, auto mb, bool accumulate) {
-        std::vector<float> avx2(s.m * s.n, 0.25f), avx512(s.m * s.n, 0.25f), strided(s.m * s.n, 0.25f);
+        std::vector<float> avx2 = start_of_c(s), avx512 = start_of_c(s), strided = start_of_c_transposed(s);
         gemm_packed_avx2(ma, mb, MatrixRef<float>{avx2.data(), s.m, s.n, s.n, 1}, accumulate);
         gemm_packed_avx512(ma, mb, MatrixRef<float>{avx512.data(), s.m, s.n, s.n, 1}, accumulate);
         int64_t differ = 0;
@@ -124,7 +136,7 @@ TEST_CASE("the AVX-512 tiles give the AVX2 tiles' bits", "[kernels][gemm]") {
             for (int64_t j = 0; j < s.n; ++j) differ += strided[j * s.m + i] != avx2[i * s.n + j];
         REQUIRE(differ == 0);
         // The direct drivers (no packing; masked 32-column tiles in AVX-512).
-        std::vector<float> direct2(s.m * s.n, 0.25f), direct512(s.m * s.n, 0.25f);
+        std::vector<float> direct2 = start_of_c(s), direct512 = start_of_c(s);
         gemm_direct_avx2(ma, mb, MatrixRef<float>{direct2.data(), s.m, s.n, s.n, 1}, accumulate);
         gemm_direct_avx512(ma, mb, MatrixRef<float>{direct512.data(), s.m, s.n, s.n, 1}, accumulate);
         for (size_t i = 0; i < avx2.size(); ++i) differ += (direct2[i] != avx2[i]) + (direct512[i] != avx2[i]);
@@ -212,7 +224,7 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
         for (const auto& [name, kernel, team] : kernels) {
             INFO(name << ", accumulate " << accumulate);
             set_num_threads(1);
-            std::vector<float> one(s.m * s.n, 0.25f), two(s.m * s.n, 0.25f), nested(s.m * s.n, 0.25f);
+            std::vector<float> one = start_of_c(s), two = start_of_c(s), nested = start_of_c(s);
             kernel(ma, mb, MatrixRef<float>{one.data(), s.m, s.n, s.n, 1}, accumulate);
             set_num_threads(2);
             const int64_t halves = gemm_packed_halves_run();

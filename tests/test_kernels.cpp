@@ -262,11 +262,11 @@ TEST_CASE("FlashAttention's causal strips give the bits of the whole masked bloc
     // write a row's weights past its visible keys as 0 instead of e^(-inf);
     // the same mask given as a bool tensor runs whole blocks, the masked
     // keys' zero weights included. What the strips leave out adds exactly
-    // 0, so the two agree
-    // bit for bit: output and every gradient, float32 and float64, on every
-    // tile. Rows of 64 (one block, four strips), 40 (a partial strip), 150
-    // (three blocks, the last partial), 70 queries against 130 keys and 130
-    // against 70 (the mask's corner off the blocks' diagonal), and dropout.
+    // 0, so the two agree bit for bit: output and every gradient, float32
+    // and float64, on every tile. Rows of 64 (one block, four strips), 40
+    // (a partial strip), 150 (three blocks, the last partial), 70 queries
+    // against 130 keys and 130 against 70 (the mask's corner off the
+    // blocks' diagonal), and dropout.
     // A product of 4 rows or fewer sums in another order (fast::gemm's
     // dot_rows, taken when B's rows are contiguous): blocks whose last strip
     // would be that short, with one value per key, one feature, one key, or
@@ -322,6 +322,47 @@ TEST_CASE("FlashAttention's causal strips give the bits of the whole masked bloc
                                       ": " + names[i]);
             }
     }
+}
+
+TEST_CASE("A NaN in one query reaches FlashAttention's output and dv where PyTorch's composition sends it",
+          "[kernels][sdpa]") {
+    // q (1,2,40,16) with a NaN at (0,0,20,0), is_causal. PyTorch 1.13's
+    // softmax(masked_fill(q k^T / 4, ~tril, -inf)) @ v, run on these shapes,
+    // gives NaN in slice 0 only: in row 20 of out and nowhere else there,
+    // and in every element of dv (row 20's weights are all NaN, masked keys
+    // included, and dv = P^T dout). 40 rows make a last strip of 24, whose
+    // products read a row's weights past its last key: those must stay NaN,
+    // not 0. dq and dk are not pinned in slice 0: the fused op takes a row
+    // whose scores are all NaN as a row that sees no key, whose score
+    // gradient is 0, so dq's row 20 is 0 where PyTorch's is NaN, and dk is
+    // NaN only where q's NaN multiplies it (column 0), where PyTorch has
+    // 355 of the 640 NaN.
+    for (DType dtype : {kFloat32, kFloat64})
+        dispatch_floating(dtype, "test", [&]<typename T>(TypeTag<T>) {
+            manual_seed(3);
+            Tensor q0 = randn({1, 2, 40, 16}, dtype), k0 = randn({1, 2, 40, 16}, dtype),
+                   v0 = randn({1, 2, 40, 16}, dtype);
+            q0.data_ptr<T>()[20 * 16] = std::numeric_limits<T>::quiet_NaN();
+            Tensor q = leaf(q0), k = leaf(k0), v = leaf(v0);
+            Tensor out = scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+            out.backward(randn(out.shape(), dtype));
+            const std::pair<std::string, Tensor> results[] = {{"out", out},
+                                                              {"dq", q.grad()},
+                                                              {"dk", k.grad()},
+                                                              {"dv", v.grad()}};
+            for (const auto& [name, t] : results) {
+                const Tensor c = t.contiguous();
+                for (int64_t slice = 0; slice < 2; ++slice)
+                    for (int64_t row = 0; row < 40; ++row)
+                        for (int64_t col = 0; col < 16; ++col) {
+                            if (slice == 0 && (name == "dq" || name == "dk")) continue;
+                            const bool nan = slice == 0 && (name == "dv" || row == 20);
+                            INFO(name << " " << dtype_name(dtype) << " at slice " << slice << ", row " << row
+                                      << ", column " << col);
+                            REQUIRE(std::isnan(c.data_ptr<T>()[(slice * 40 + row) * 16 + col]) == nan);
+                        }
+            }
+        });
 }
 
 TEST_CASE("FlashAttention on heads cut from one projection: laid out as them, same values", "[kernels][sdpa]") {

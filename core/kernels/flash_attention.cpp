@@ -107,16 +107,19 @@ template <typename T>
 }
 
 // The steps below take a block's rows and cols, and `first`: row r's
-// scores are its first first + r columns (at least 0, at most cols), the
+// scores are its columns [0, first + r) (at least none, at most cols), the
 // rest masked out by the causal mask (first = cols without it). A masked
-// score is -inf, its weight e^(-inf) = 0 and its gradient 0, so a row's
-// columns past the first multiple of 16 that holds its scores (seen_of)
-// are written 0 without computing an exponential: about half the work on
-// a block on the diagonal. The bits are the same: a max never takes -inf
-// over a score, and lane_sum adds the same values to the same lanes, less
-// the zeros. (Stopping at the last score itself, rather than at a multiple
-// of the lanes, measured slower: the vector loops' ragged ends ran one
-// element at a time.)
+// score is -inf, its weight e^(-inf - m) = 0 and its gradient 0, so a
+// row's columns from the first multiple of 16 at or past its last score
+// (seen_of) are written 0 without computing an exponential or a
+// gradient: about half the work on a block on the diagonal. The bits are
+// the same: a max never takes -inf over a score, and lane_sum adds the
+// same values to the same lanes, less the zeros. Except where a row's
+// log-sum-exp is NaN or -inf (a NaN or an infinity among its scores):
+// there e^(-inf - lse) is NaN, not 0, and the backward's steps keep the
+// whole row, so that the NaNs reach the gradients as before. (Stopping at
+// the last score itself, rather than at a multiple of the lanes, measured
+// slower: the vector loops' ragged ends ran one element at a time.)
 inline int64_t seen_of(int64_t first, int64_t r, int64_t cols) {
     const int64_t scores = std::clamp<int64_t>(first + r, 0, cols);
     return std::min(cols, (scores + kLanes - 1) / kLanes * kLanes);
@@ -169,7 +172,7 @@ template <typename T>
     for (int64_t r = 0; r < rows; ++r) {
         T* p = s + r * ld;
         const T x = lse[r];
-        const int64_t seen = seen_of(first, r, cols);
+        const int64_t seen = x > -std::numeric_limits<T>::infinity() ? seen_of(first, r, cols) : cols; // not NaN, -inf
         for (int64_t c = 0; c < seen; ++c) p[c] = exponential(p[c] - x);
         for (int64_t c = seen; c < cols; ++c) p[c] = 0;
     }
@@ -197,7 +200,7 @@ template <typename T>
             for (int64_t c = 0; c < cols; ++c) g[c] = 0;
             continue;
         }
-        const int64_t seen = seen_of(first, r, cols);
+        const int64_t seen = lse[r] == lse[r] ? seen_of(first, r, cols) : cols; // a NaN lse: the whole row
         for (int64_t c = 0; c < seen; ++c) g[c] = pr[c] == T(0) ? T(0) : pr[c] * (g[c] - dr) * scale;
         for (int64_t c = seen; c < cols; ++c) g[c] = 0;
     }
@@ -491,7 +494,7 @@ void backward_slice(const Problem<T>& a, int64_t slice, const BackwardIO<T>& io,
             softmax_from_lse(p, rows, cols, a.first_seen(i0, j0, cols), kBlock, lse + i0);
             // dP = (dout @ v^T) Z: (rows, Ev) @ (Ev, cols); where the causal
             // mask hides a key it is left unwritten, and score_gradient
-            // writes 0 there (p = 0).
+            // writes 0 there (p = 0, or past seen_of).
             a.row_strips(i0, rows, j0, cols, [&](int64_t r0, int64_t h, int64_t seen) {
                 fast::gemm(io.dout.block(slice, i0 + r0, h, 0, Ev),
                            MatrixRef<const T>{w.vt.data() + j0, Ev, seen, S, 1},
