@@ -37,6 +37,7 @@ static const product products[] = {
     /* bmm: batch = batch*heads, m = n = T, k = hs */
     {"bmm_small", 64, 32, 16, 32, 0},
     {"bmm_t64", 64, 64, 16, 64, 0},
+    {"bmm_macbook", 48, 64, 32, 64, 0},
     {"bmm_t128", 32, 128, 32, 128, 0},
     {"bmm_lecture", 384, 256, 64, 256, 0},
 };

@@ -64,6 +64,7 @@ PRODUCTS = [  # name, m, k, n, b transposed (x @ W^T)
 ATTENTION = [  # name, batch, heads, T, hs
     ("small", 16, 4, 32, 16),
     ("t64", 16, 4, 64, 16),
+    ("macbook", 12, 4, 64, 32),
     ("t128", 8, 4, 128, 32),
     ("lecture", 64, 6, 256, 64),
 ]

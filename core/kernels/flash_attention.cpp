@@ -172,7 +172,8 @@ template <typename T>
     for (int64_t r = 0; r < rows; ++r) {
         T* p = s + r * ld;
         const T x = lse[r];
-        const int64_t seen = x > -std::numeric_limits<T>::infinity() ? seen_of(first, r, cols) : cols; // not NaN, -inf
+        // A NaN or -inf lse: e^(-inf - lse) is NaN, so the whole row.
+        const int64_t seen = x > -std::numeric_limits<T>::infinity() ? seen_of(first, r, cols) : cols;
         for (int64_t c = 0; c < seen; ++c) p[c] = exponential(p[c] - x);
         for (int64_t c = seen; c < cols; ++c) p[c] = 0;
     }
@@ -200,7 +201,8 @@ template <typename T>
             for (int64_t c = 0; c < cols; ++c) g[c] = 0;
             continue;
         }
-        const int64_t seen = lse[r] == lse[r] ? seen_of(first, r, cols) : cols; // a NaN lse: the whole row
+        // A NaN lse (-inf returned above): the whole row, as softmax_from_lse.
+        const int64_t seen = lse[r] > -std::numeric_limits<T>::infinity() ? seen_of(first, r, cols) : cols;
         for (int64_t c = 0; c < seen; ++c) g[c] = pr[c] == T(0) ? T(0) : pr[c] * (g[c] - dr) * scale;
         for (int64_t c = seen; c < cols; ++c) g[c] = 0;
     }
