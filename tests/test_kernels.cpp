@@ -396,6 +396,79 @@ TEST_CASE("FlashAttention on heads cut from one projection: laid out as them, sa
     require_relative(results[0][1], results[1][1], 1e-5, "the projection's gradient");
 }
 
+// An identity op that keeps the gradient it is handed, to see what reaches it.
+struct KeepGradient : Function<KeepGradient> {
+    static inline Tensor seen;
+    static Tensor forward(AutogradContext*, const Tensor& x) { return x.clone(); }
+    static std::vector<Tensor> backward(AutogradContext*, const Tensor& dout) {
+        seen = dout;
+        return {dout};
+    }
+};
+
+TEST_CASE("FlashAttention's gradients of a split projection reach it in one buffer, not copied", "[kernels][sdpa]") {
+    // The fast model's attention: q, k and v cut from one (B,T,3C) tensor.
+    // FlashAttention gives dq, dk and dv in one buffer, as q, k and v lie in
+    // the projection, and split's backward takes that buffer as the
+    // projection's gradient (a view) instead of copying the three into a
+    // fresh one (the definition: a fresh contiguous tensor, no view). The
+    // same bits as q, k and v cut apart (three leaves, so three buffers and
+    // a cat) on the fast path, and the definition's values within rounding.
+    const int64_t B = 2, T = 40, NH = 2, hs = 16, C = NH * hs;
+    manual_seed(21);
+    Tensor qkv0 = randn({B, T, 3 * C}), w = randn({B, T, C});
+    auto heads = [&](const Tensor& t) { return t.view({B, T, NH, hs}).permute({2, 0, 1, 3}); };
+    auto loss = [&](const Tensor& q, const Tensor& k, const Tensor& v) {
+        Tensor out = scaled_dot_product_attention(heads(q), heads(k), heads(v), Tensor(), 0.0, /*is_causal=*/true);
+        return (out.permute({1, 2, 0, 3}).reshape({B, T, C}) * w).sum();
+    };
+    Tensor grads[2];
+    for (int reference = 0; reference < 2; ++reference) {
+        std::optional<ReferenceKernelsGuard> guard;
+        if (reference) guard.emplace();
+        Tensor qkv = leaf(qkv0);
+        std::vector<Tensor> pieces = KeepGradient::apply(qkv).split(C, 2);
+        loss(pieces[0], pieces[1], pieces[2]).backward();
+        const Tensor& dqkv = KeepGradient::seen;
+        REQUIRE(dqkv.shape() == Shape{B, T, 3 * C});
+        CHECK(dqkv.is_contiguous());
+        CHECK((dqkv.impl()->view_base != nullptr) == !reference);
+        CHECK(dqkv.storage()->nbytes() == static_cast<size_t>(B * T * 3 * C) * sizeof(float));
+        grads[reference] = qkv.grad();
+    }
+    require_relative(grads[0], grads[1], 1e-5, "the projection's gradient");
+    // q, k and v as three leaves: three buffers, and the split's copy.
+    std::vector<Tensor> apart;
+    for (const Tensor& piece : qkv0.split(C, 2)) apart.push_back(leaf(piece.contiguous()));
+    loss(apart[0], apart[1], apart[2]).backward();
+    require_equal(grads[0], cat({apart[0].grad(), apart[1].grad(), apart[2].grad()}, 2),
+                  "the projection's gradient, against q, k and v apart");
+}
+
+TEST_CASE("split's backward takes the pieces' gradients whole only where they lie as the pieces", "[kernels]") {
+    using internal::fast::split_gradient_whole;
+    Tensor x = arange(24).to(kFloat32).view({2, 12});
+    const Shape sizes{4, 4, 4}, shape{2, 12};
+    std::vector<Tensor> pieces = x.split(4, 1);
+    Tensor whole = split_gradient_whole(pieces, sizes, 1, shape, kFloat32);
+    REQUIRE(whole.defined());
+    CHECK(whole.data_ptr<float>() == x.data_ptr<float>());
+    CHECK(whole.strides() == x.strides());
+    require_equal(whole, x);
+    // Each of these is copied by the definition instead.
+    CHECK_FALSE(split_gradient_whole({pieces[1], pieces[0], pieces[2]}, sizes, 1, shape, kFloat32).defined());
+    CHECK_FALSE(split_gradient_whole({pieces[0], Tensor(), pieces[2]}, sizes, 1, shape, kFloat32).defined());
+    CHECK_FALSE(split_gradient_whole({pieces[0], pieces[1].clone(), pieces[2]}, sizes, 1, shape, kFloat32).defined());
+    CHECK_FALSE(split_gradient_whole(pieces, sizes, 1, shape, kFloat64).defined());
+    CHECK_FALSE(split_gradient_whole(pieces, {4, 8}, 1, shape, kFloat32).defined());
+    Tensor row = arange(4).to(kFloat32).view({1, 4}).expand({2, 4}); // stride 0: two indices on one element
+    CHECK_FALSE(split_gradient_whole({row, row, row}, sizes, 1, shape, kFloat32).defined());
+    // Side by side, but the whole would not be a gap-free block (its rows 13
+    // apart): only gap-free wholes are taken.
+    Tensor wide = zeros({2, 13});
+    CHECK_FALSE(split_gradient_whole(wide.narrow(1, 0, 12).split(4, 1), sizes, 1, shape, kFloat32).defined());
+}
+
 TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][optim]") {
     manual_seed(6);
     for (DType dtype : {kFloat32, kFloat64}) {

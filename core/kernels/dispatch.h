@@ -133,6 +133,16 @@ Tensor dropout(const Tensor& x, double p, Generator* generator);
 Tensor scaled_dot_product_attention(const AttentionCall& call, const Tensor& query, const Tensor& key,
                                     const Tensor& value, Generator* generator);
 
+// split's backward (kernels/split.cpp): x's gradient when the pieces'
+// gradients douts already lie side by side in one buffer as the pieces lie
+// in x (one storage, the same strides, piece i sizes[i] long along d and
+// where it starts in x): that buffer seen as x's shape, a view holding the
+// same values as the definition's copy (SplitNode, core/tensor/view.cpp).
+// Undefined when they do not lie so. FlashAttention gives q, k and v cut
+// from one tensor their gradients in one buffer for this.
+Tensor split_gradient_whole(const std::vector<Tensor>& douts, const Shape& sizes, int64_t d, const Shape& x_shape,
+                            DType dtype);
+
 // bernoulli_ on a contiguous tensor (kernels/bernoulli.cpp): data[i] =
 // value where u53_i < threshold, else 0, for i in [0, n), u53_i the low 53
 // bits of the i-th pair of the generator's words (the first the high half):

@@ -9,6 +9,7 @@
 // docs/flash_attention.md derives both passes; tests/test_kernels.cpp
 // compares them with the definition, tests/test_sdpa.cpp with PyTorch.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -571,6 +572,39 @@ Tensor laid_out_like(const Tensor& like, const Shape& shape, bool zeroed) {
     return (zeroed ? zeros(nested, like.dtype()) : empty(nested, like.dtype())).permute(back);
 }
 
+// The gradients of q, k and v, zeroed, each laid out as its input lies
+// (laid_out_like). When q, k and v are three equal pieces of one tensor, as
+// the fast model cuts them from its (B,T,3C) projection, the gradients are
+// the same pieces of one buffer: the split's backward then finds them side
+// by side and takes that buffer as the projection's gradient, with no copy
+// (fast::split_gradient_whole). The pieces: the same shape, strides and
+// storage, at offsets one step apart in some order, which with that step
+// as one more dim tile a block of memory with no gap or overlap (so q, k
+// and v as one tensor, or overlapping views, get three buffers).
+std::array<Tensor, 3> gradients_like(const AttentionCall& c, const Tensor& q, const Tensor& k, const Tensor& v) {
+    const Shape shape = batched(c, c.L, c.E);
+    std::array<int64_t, 3> at{q.storage_offset(), k.storage_offset(), v.storage_offset()};
+    std::sort(at.begin(), at.end());
+    const int64_t step = at[1] - at[0];
+    const bool pieces = q.shape() == shape && k.shape() == shape && v.shape() == shape && q.numel() > 0 &&
+                        k.storage() == q.storage() && v.storage() == q.storage() && k.strides() == q.strides() &&
+                        v.strides() == q.strides() && step > 0 && at[2] - at[1] == step;
+    if (pieces) {
+        Shape joined = shape, strides = q.strides();
+        joined.push_back(3);
+        strides.push_back(step);
+        if (is_non_overlapping_and_dense(make_view(q, joined, strides, at[0]))) {
+            Tensor buffer = zeros({3 * q.numel()}, q.dtype());
+            auto piece = [&](const Tensor& x) {
+                return make_view(buffer, shape, x.strides(), x.storage_offset() - at[0]);
+            };
+            return {piece(q), piece(k), piece(v)};
+        }
+    }
+    return {laid_out_like(q, shape, true), laid_out_like(k, batched(c, c.S, c.E), true),
+            laid_out_like(v, batched(c, c.S, c.Ev), true)};
+}
+
 } // namespace
 
 // ---- the op's fast path -------------------------------------------------------------------------
@@ -596,9 +630,8 @@ Tensor fast::scaled_dot_product_attention(const AttentionCall& c, const Tensor& 
                [c, drop, qs = SavedTensor(query), ks = SavedTensor(key), vs = SavedTensor(value),
                 outs = SavedTensor(out), lse](const Tensor& dout) -> Grads {
                    const Tensor &q = qs.get(), &k = ks.get(), &v = vs.get();
-                   Tensor dq = laid_out_like(q, batched(c, c.L, c.E), true);
-                   Tensor dk = laid_out_like(k, batched(c, c.S, c.E), true);
-                   Tensor dv = laid_out_like(v, batched(c, c.S, c.Ev), true);
+                   const std::array<Tensor, 3> grads = gradients_like(c, q, k, v);
+                   const Tensor &dq = grads[0], &dk = grads[1], &dv = grads[2];
                    if (c.S > 0 && dout.numel() > 0)
                        dispatch_floating(q.dtype(), "scaled_dot_product_attention", [&]<typename T>(TypeTag<T>) {
                            const BackwardIO<T> io{operand<const T>(outs.get(), c.batch, c.L, c.Ev),

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/autograd/autograd.h"
+#include "core/kernels/dispatch.h"
 #include "core/ops/ops.h"
 #include "core/tensor/internal.h"
 #include "core/tensor/shape.h"
@@ -362,6 +363,15 @@ public:
     size_t num_outputs() const override { return sizes_.size(); }
     Grads apply(const Tensor& dout) override { return apply_outputs({dout}); }
     Grads apply_outputs(const std::vector<Tensor>& douts) override {
+        // The fast path: the pieces' gradients may already lie side by side,
+        // as the pieces do in x (FlashAttention's dq, dk and dv of a split
+        // qkv); then they are dx seen whole, with nothing to copy.
+        if constexpr (internal::kFastKernelsBuilt)
+            if (internal::use_fast_kernels())
+                if (Tensor whole =
+                        internal::fast::split_gradient_whole(douts, sizes_, d_, input_shape(0), input_dtype(0));
+                    whole.defined())
+                    return {whole};
         Tensor dx = empty(input_shape(0), input_dtype(0));
         int64_t start = 0;
         for (size_t i = 0; i < sizes_.size(); ++i) {
