@@ -78,21 +78,25 @@ inline int64_t strip_at(int64_t at, int64_t n) { return n - at < 2 * kStrip ? n 
 
 constexpr int64_t kLanes = 16;
 
-// The sum of x[0, n) in an order a vector loop can follow: 16 running sums
-// (x[c] goes into sum c % 16), then those 16 added first to last.
+// The lane sum of x[0, n), in an order a vector loop can follow, in two
+// steps: lane_partials makes 16 running sums (x[c] goes into sum c % 16),
+// and lanes_added adds those 16 first to last.
 template <typename T>
-[[gnu::always_inline]] inline T lane_sum(const T* x, int64_t n) {
-    T lane[kLanes] = {};
+[[gnu::always_inline]] inline void lane_partials(const T* x, int64_t n, T* lane) {
+    for (int64_t q = 0; q < kLanes; ++q) lane[q] = 0;
     int64_t c0 = 0;
     for (; c0 + kLanes <= n; c0 += kLanes)
         for (int64_t q = 0; q < kLanes; ++q) lane[q] += x[c0 + q];
     for (int64_t q = 0; c0 + q < n; ++q) lane[q] += x[c0 + q];
+}
+template <typename T>
+[[gnu::always_inline]] inline T lanes_added(const T* lane) {
     T sum = 0;
     for (int64_t q = 0; q < kLanes; ++q) sum += lane[q];
     return sum;
 }
 
-// The largest of m and x[0, n), in lanes as lane_sum (max is exact in any
+// The largest of m and x[0, n), in lanes as the lane sum (max is exact in any
 // order; the lanes let a vector loop compute it). NaN never wins a
 // comparison, as in std::max(m, x).
 template <typename T>
@@ -114,7 +118,7 @@ template <typename T>
 // row's columns from the first multiple of 16 at or past its last score
 // (seen_of) are written 0 without computing an exponential or a
 // gradient: about half the work on a block on the diagonal. The bits are
-// the same: a max never takes -inf over a score, and lane_sum adds the
+// the same: a max never takes -inf over a score, and the lane sum adds the
 // same values to the same lanes, less the zeros. Except where a row's
 // log-sum-exp is NaN or -inf (a NaN or an infinity among its scores):
 // there e^(-inf - lse) is NaN, not 0, and the backward's steps keep the
@@ -127,16 +131,20 @@ inline int64_t seen_of(int64_t first, int64_t r, int64_t cols) {
 }
 
 // One step of the online softmax over a block s (rows x cols, row stride
-// ld) of scaled, masked scores, with each row's running max m, running sum
-// l and output so far o (rows x Ev, contiguous):
+// ld; rows <= kBlock) of scaled, masked scores, with each row's running
+// max m, running sum l and output so far o (rows x Ev, contiguous):
 //   m' = max(m, max_c s_c);  s_c = e^(s_c - m');  a = e^(m - m')
-//   l = l a + lane_sum(s);   o *= a;  m = m'
+//   l = l a + (lane sum of s);   o *= a;  m = m'
 // A row whose scores are all -inf so far (m' = -inf) gets weights 0 and
-// keeps its m, l and o.
+// keeps its m, l and o. The lane sum's last step, its 16 lanes added one
+// after another, is a chain of dependent adds that would stall each row; it runs
+// in a second loop over the rows instead, where the chains of neighbouring
+// rows overlap. The same adds in the same order: the same bits.
 template <typename T>
 [[gnu::always_inline]] inline void online_softmax_step(T* s, int64_t rows, int64_t cols, int64_t first, int64_t ld,
                                                        T* m, T* l, T* o, int64_t Ev) {
     const T neg_inf = -std::numeric_limits<T>::infinity();
+    T lanes[kBlock][kLanes], alpha[kBlock];
     for (int64_t r = 0; r < rows; ++r) {
         T* p = s + r * ld;
         const int64_t seen = seen_of(first, r, cols);
@@ -146,12 +154,16 @@ template <typename T>
             for (int64_t c = 0; c < seen; ++c) p[c] = 0;
             continue;
         }
-        const T alpha = exponential(m[r] - m_new);
+        alpha[r] = exponential(m[r] - m_new);
         for (int64_t c = 0; c < seen; ++c) p[c] = exponential(p[c] - m_new);
-        l[r] = l[r] * alpha + lane_sum(p, seen);
+        lane_partials(p, seen, lanes[r]);
         m[r] = m_new;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+        if (m[r] == neg_inf) continue; // the rows left alone above
+        l[r] = l[r] * alpha[r] + lanes_added(lanes[r]);
         T* orow = o + r * Ev;
-        for (int64_t e = 0; e < Ev; ++e) orow[e] *= alpha;
+        for (int64_t e = 0; e < Ev; ++e) orow[e] *= alpha[r];
     }
 }
 
@@ -478,11 +490,18 @@ void backward_slice(const Problem<T>& a, int64_t slice, const BackwardIO<T>& io,
     w.dp.resize(kBlock * kBlock);
     w.d.resize(static_cast<size_t>(L));
     const T* lse = io.lse + slice * L;
-    for (int64_t i = 0; i < L; ++i) { // D_i = sum_c dout_ic out_ic
-        const T *dout = io.dout.at(slice, i, 0), *out = io.out.at(slice, i, 0);
-        T sum = 0;
-        for (int64_t c = 0; c < Ev; ++c) sum += dout[c * io.dout.col_stride] * out[c * io.out.col_stride];
-        w.d[i] = sum;
+    // D_i = sum_c dout_ic out_ic, in increasing c; four rows side by side,
+    // so that their chains of dependent adds overlap (the same bits).
+    const int64_t dcs = io.dout.col_stride, ocs = io.out.col_stride;
+    for (int64_t i = 0; i < L; i += 4) {
+        const int64_t n = std::min<int64_t>(4, L - i);
+        const T *dout[4], *out[4];
+        for (int64_t g = 0; g < 4; ++g) // rows past L repeat the last one
+            dout[g] = io.dout.at(slice, i + std::min(g, n - 1), 0), out[g] = io.out.at(slice, i + std::min(g, n - 1), 0);
+        T sum[4] = {};
+        for (int64_t c = 0; c < Ev; ++c)
+            for (int64_t g = 0; g < 4; ++g) sum[g] += dout[g][c * dcs] * out[g][c * ocs];
+        for (int64_t g = 0; g < n; ++g) w.d[i + g] = sum[g];
     }
     for (int64_t j0 = 0; j0 < S; j0 += kBlock) {
         const int64_t cols = std::min(kBlock, S - j0);
