@@ -177,6 +177,44 @@ void online_softmax_block(double* s, int64_t rows, int64_t cols, int64_t first, 
     online_softmax_step(s, rows, cols, first, ld, m, l, o, Ev);
 }
 
+// The scores' scale: row r's columns [0, first + r) times scale, the rest
+// (keys the causal mask hides; none without it, first = cols) -inf.
+template <typename T>
+[[gnu::always_inline]] inline void scale_scores_step(T* s, int64_t rows, int64_t cols, int64_t first, int64_t ld,
+                                                     T scale) {
+    for (int64_t r = 0; r < rows; ++r) {
+        T* row = s + r * ld;
+        const int64_t seen = std::clamp<int64_t>(first + r, 0, cols);
+        for (int64_t c = 0; c < seen; ++c) row[c] *= scale;
+        for (int64_t c = seen; c < cols; ++c) row[c] = -std::numeric_limits<T>::infinity();
+    }
+}
+
+EMBER_VECTOR_CLONES_512
+void scale_scores(float* s, int64_t rows, int64_t cols, int64_t first, int64_t ld, float scale) {
+    scale_scores_step(s, rows, cols, first, ld, scale);
+}
+void scale_scores(double* s, int64_t rows, int64_t cols, int64_t first, int64_t ld, double scale) {
+    scale_scores_step(s, rows, cols, first, ld, scale);
+}
+
+// The forward's last step: out_re = o_re / l_r for rows x Ev (o
+// contiguous; out's rows ors apart, its columns contiguous).
+template <typename T>
+[[gnu::always_inline]] inline void divide_rows_step(const T* o, const T* l, int64_t rows, int64_t Ev, T* out,
+                                                    int64_t ors) {
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t e = 0; e < Ev; ++e) out[r * ors + e] = o[r * Ev + e] / l[r];
+}
+
+EMBER_VECTOR_CLONES_512
+void divide_rows(const float* o, const float* l, int64_t rows, int64_t Ev, float* out, int64_t ors) {
+    divide_rows_step(o, l, rows, Ev, out, ors);
+}
+void divide_rows(const double* o, const double* l, int64_t rows, int64_t Ev, double* out, int64_t ors) {
+    divide_rows_step(o, l, rows, Ev, out, ors);
+}
+
 // The backward's weights: s_rc = e^(s_rc - lse_r), the softmax recomputed
 // from the scores and each row's log-sum-exp.
 template <typename T>
@@ -334,21 +372,18 @@ struct Problem {
             fast::gemm(q.block(slice, i0 + r0, h, 0, E), MatrixRef<const T>{kt + j0, E, seen, S, 1},
                        MatrixRef<T>{s + r0 * ld, h, seen, ld, 1}, false);
         });
+        // Scaled; with the causal mask, keys j > i (which the strips left
+        // unwritten) -inf. Then the other masks.
+        scale_scores(s, rows, cols, first_seen(i0, j0, cols), ld, scale);
+        if (mask_kind != AttentionMask::allowed && mask_kind != AttentionMask::additive) return;
         const T neg_inf = -std::numeric_limits<T>::infinity();
         for (int64_t r = 0; r < rows; ++r) {
             T* row = s + r * ld;
             const int64_t i = i0 + r;
-            if (mask_kind == AttentionMask::causal) { // keys j > i masked: the strips left them unwritten
-                const int64_t seen = std::clamp<int64_t>(i + 1 - j0, 0, cols);
-                for (int64_t c = 0; c < seen; ++c) row[c] *= scale;
-                for (int64_t c = seen; c < cols; ++c) row[c] = neg_inf;
-                continue;
-            }
-            for (int64_t c = 0; c < cols; ++c) row[c] *= scale;
             if (mask_kind == AttentionMask::allowed) {
                 for (int64_t c = 0; c < cols; ++c)
                     if (!*allowed.at(slice, i, j0 + c)) row[c] = neg_inf;
-            } else if (mask_kind == AttentionMask::additive) {
+            } else {
                 for (int64_t c = 0; c < cols; ++c) row[c] += *add_mask.at(slice, i, j0 + c);
             }
         }
@@ -430,10 +465,11 @@ void forward_rows(const Problem<T>& a, int64_t slice, int64_t i0, int64_t rows, 
     }
     // out = o / l (a row whose keys are all masked: 0 / 0 = NaN, as softmax
     // gives), lse = m + log l.
-    for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t e = 0; e < a.Ev; ++e) *out.at(slice, i0 + r, e) = w.o[r * a.Ev + e] / w.l[r];
-        lse[r] = w.m[r] + std::log(w.l[r]);
-    }
+    if (out.col_stride == 1) divide_rows(w.o.data(), w.l.data(), rows, a.Ev, out.at(slice, i0, 0), out.row_stride);
+    else
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t e = 0; e < a.Ev; ++e) *out.at(slice, i0 + r, e) = w.o[r * a.Ev + e] / w.l[r];
+    for (int64_t r = 0; r < rows; ++r) lse[r] = w.m[r] + std::log(w.l[r]);
 }
 
 // out (slices, L, Ev), and lse (slices, L) contiguous.
@@ -497,7 +533,8 @@ void backward_slice(const Problem<T>& a, int64_t slice, const BackwardIO<T>& io,
         const int64_t n = std::min<int64_t>(4, L - i);
         const T *dout[4], *out[4];
         for (int64_t g = 0; g < 4; ++g) // rows past L repeat the last one
-            dout[g] = io.dout.at(slice, i + std::min(g, n - 1), 0), out[g] = io.out.at(slice, i + std::min(g, n - 1), 0);
+            dout[g] = io.dout.at(slice, i + std::min(g, n - 1), 0),
+            out[g] = io.out.at(slice, i + std::min(g, n - 1), 0);
         T sum[4] = {};
         for (int64_t c = 0; c < Ev; ++c)
             for (int64_t g = 0; g < 4; ++g) sum[g] += dout[g][c * dcs] * out[g][c * ocs];
