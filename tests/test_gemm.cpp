@@ -199,7 +199,11 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
     // 1 column with a kernel of its own; by columns, 20 x 4100 (its last 4
     // columns run that kernel alone but the tile in the second half) and
     // 30 x 260 (the second half 8 of AVX2's panels or 4 of AVX-512's, A read
-    // in place, its last 4 columns the thin kernel's). Each tile is computed
+    // in place, its last 4 columns the thin kernel's); and 300 x 130, which
+    // AVX2's tiles cut by columns although it is taller than wide (each
+    // half at most 8 panels, so A is read in place and nothing is copied
+    // twice; 5 panels and 4, the last 2 columns thin) and AVX-512's by rows.
+    // Each tile is computed
     // the same whoever computes it: the bits of one thread. (Two threads,
     // not more: libomp keeps what it allocates for each thread it adds,
     // which LeakSanitizer reports in CI's sanitize build.)
@@ -215,9 +219,10 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
     }
     const std::vector<Shape3> shapes = {{70, 300, 100}, {66, 300, 100}, {10, 300, 300}, {20, 600, 4100},
                                         {771, 64, 100}, {30, 300, 260}, {768, 128, 65}, {65, 768, 128},
-                                        {29, 513, 301}, {1, 270000, 2}};
+                                        {29, 513, 301}, {1, 270000, 2}, {300, 64, 130}};
     const auto cut = [](const Shape3& s) {
-        return (s.m == 771 && s.n == 100) || (s.m == 768 && s.n == 65) || s.n == 4100 || (s.m == 30 && s.n == 260);
+        return (s.m == 771 && s.n == 100) || (s.m == 768 && s.n == 65) || s.n == 4100 || (s.m == 30 && s.n == 260) ||
+               (s.m == 300 && s.n == 130);
     };
     for_each_case<float>(shapes, 31, [&](const Shape3& s, auto ma, auto mb, bool accumulate) {
         const int before = get_num_threads();
