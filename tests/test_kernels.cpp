@@ -16,6 +16,7 @@
 #include "check.h"
 #include "core/kernels/dispatch.h"
 #include "core/kernels/gemm.h"
+#include "core/tensor/internal.h"
 
 using namespace ember;
 using namespace ember::testing;
@@ -445,6 +446,32 @@ TEST_CASE("FlashAttention's gradients of a split projection reach it in one buff
                   "the projection's gradient, against q, k and v apart");
 }
 
+TEST_CASE("FlashAttention's gradients of pieces with the last dim strided: the bits of pieces apart",
+          "[kernels][sdpa]") {
+    // q, k and v cut from one tensor but each (L,E) transposed, E not
+    // innermost: their gradients stay in buffers of their own, laid out
+    // with E innermost, as for q, k and v apart. (In one buffer as q lies,
+    // dq's columns would be strided, and products of 4 rows or fewer sum in
+    // another order there: different last bits at T = 4.)
+    for (int64_t T : {4, 20, 68}) {
+        INFO("T = " << T);
+        manual_seed(3);
+        Tensor x0 = randn({2, 2, 3, 8, T}), w = randn({2, 2, T, 8});
+        auto loss = [&](const Tensor& q, const Tensor& k, const Tensor& v) {
+            auto heads = [](const Tensor& t) { return t.transpose(-1, -2); }; // (2,2,8,T) -> (2,2,T,8)
+            return (scaled_dot_product_attention(heads(q), heads(k), heads(v), Tensor(), 0.0, true) * w).sum();
+        };
+        Tensor x = leaf(x0);
+        std::vector<Tensor> pieces = x.split(1, 2);
+        loss(pieces[0].squeeze(2), pieces[1].squeeze(2), pieces[2].squeeze(2)).backward();
+        std::vector<Tensor> apart;
+        for (int64_t i = 0; i < 3; ++i) apart.push_back(leaf(x0.select(2, i)));
+        loss(apart[0], apart[1], apart[2]).backward();
+        for (int64_t i = 0; i < 3; ++i)
+            require_equal(x.grad().select(2, i), apart[i].grad(), "piece " + std::to_string(i));
+    }
+}
+
 TEST_CASE("split's backward takes the pieces' gradients whole only where they lie as the pieces", "[kernels]") {
     using internal::fast::split_gradient_whole;
     Tensor x = arange(24).to(kFloat32).view({2, 12});
@@ -460,9 +487,14 @@ TEST_CASE("split's backward takes the pieces' gradients whole only where they li
     CHECK_FALSE(split_gradient_whole({pieces[0], Tensor(), pieces[2]}, sizes, 1, shape, kFloat32).defined());
     CHECK_FALSE(split_gradient_whole({pieces[0], pieces[1].clone(), pieces[2]}, sizes, 1, shape, kFloat32).defined());
     CHECK_FALSE(split_gradient_whole(pieces, sizes, 1, shape, kFloat64).defined());
-    CHECK_FALSE(split_gradient_whole(pieces, {4, 8}, 1, shape, kFloat32).defined());
-    Tensor row = arange(4).to(kFloat32).view({1, 4}).expand({2, 4}); // stride 0: two indices on one element
-    CHECK_FALSE(split_gradient_whole({row, row, row}, sizes, 1, shape, kFloat32).defined());
+    CHECK_FALSE(split_gradient_whole(pieces, {4, 8}, 1, shape, kFloat32).defined());  // 3 gradients, 2 pieces
+    CHECK_FALSE(split_gradient_whole(pieces, sizes, 1, {3, 12}, kFloat32).defined()); // x has 3 rows, they 2
+    // Side by side, but the whole would have two indices on one element:
+    // rows 2 apart, each 12 long.
+    Tensor storage = zeros({26});
+    std::vector<Tensor> overlapping;
+    for (int64_t i = 0; i < 3; ++i) overlapping.push_back(internal::make_view(storage, {2, 4}, {2, 1}, 4 * i));
+    CHECK_FALSE(split_gradient_whole(overlapping, sizes, 1, shape, kFloat32).defined());
     // Side by side, but the whole would not be a gap-free block (its rows 13
     // apart): only gap-free wholes are taken.
     Tensor wide = zeros({2, 13});

@@ -636,7 +636,10 @@ Tensor laid_out_like(const Tensor& like, const Shape& shape, bool zeroed) {
 // (fast::split_gradient_whole). The pieces: the same shape, strides and
 // storage, at offsets one step apart in some order, which with that step
 // as one more dim tile a block of memory with no gap or overlap (so q, k
-// and v as one tensor, or overlapping views, get three buffers).
+// and v as one tensor, or overlapping views, get three buffers); and, as
+// laid_out_like requires, the last dim innermost (stride 1), so that the
+// products write each gradient by the same kernels as laid_out_like's (a
+// few rows with another column stride would sum in another order).
 std::array<Tensor, 3> gradients_like(const AttentionCall& c, const Tensor& q, const Tensor& k, const Tensor& v) {
     const Shape shape = batched(c, c.L, c.E);
     std::array<int64_t, 3> at{q.storage_offset(), k.storage_offset(), v.storage_offset()};
@@ -644,7 +647,7 @@ std::array<Tensor, 3> gradients_like(const AttentionCall& c, const Tensor& q, co
     const int64_t step = at[1] - at[0];
     const bool pieces = q.shape() == shape && k.shape() == shape && v.shape() == shape && q.numel() > 0 &&
                         k.storage() == q.storage() && v.storage() == q.storage() && k.strides() == q.strides() &&
-                        v.strides() == q.strides() && step > 0 && at[2] - at[1] == step;
+                        v.strides() == q.strides() && q.strides().back() == 1 && step > 0 && at[2] - at[1] == step;
     if (pieces) {
         Shape joined = shape, strides = q.strides();
         joined.push_back(3);

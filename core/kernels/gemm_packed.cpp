@@ -77,6 +77,7 @@ void gemm_packed_team_avx512(MatrixRef<const float> a, MatrixRef<const float> b,
 }
 
 int64_t gemm_packed_halves_run() { return halves_run.load(std::memory_order_relaxed); }
+int64_t gemm_packed_column_halves_run() { return column_halves_run.load(std::memory_order_relaxed); }
 
 namespace {
 

@@ -86,6 +86,7 @@ void gemm_packed_avx512(MatrixRef<const float> a, MatrixRef<const float> b, Matr
 void gemm_packed_team_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm_packed_team_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 int64_t gemm_packed_halves_run();
+int64_t gemm_packed_column_halves_run(); // of those, the ones cut by columns
 // The same with the portable tile (gemm_portable.cpp; 8 x 12 on arm64, 6 x
 // 16 on x86-64): the same bits as the scalar loop c = std::fma(a_ip, b_pj,
 // c) in increasing p, and as the tiles above. Built on every CPU; on x86-64

@@ -309,9 +309,10 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
 // order either way: the same bits.
 inline constexpr int64_t kHalvesTiles = 8;
 
-// How many products have been cut in halves since the program started (for
-// the tests, which check that the halves ran).
-inline std::atomic<int64_t> halves_run{0};
+// How many products have been cut in halves since the program started, and
+// how many of them by columns (for the tests, which check that the halves
+// ran, and which way).
+inline std::atomic<int64_t> halves_run{0}, column_halves_run{0};
 
 template <class Tile>
 void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate) {
@@ -336,7 +337,10 @@ void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
             gemm_packed_team<Tile>(a, b, c, accumulate);
             return;
         }
-        if (begin == 0) halves_run.fetch_add(1, std::memory_order_relaxed);
+        if (begin == 0) {
+            halves_run.fetch_add(1, std::memory_order_relaxed);
+            if (!by_rows) column_halves_run.fetch_add(1, std::memory_order_relaxed);
+        }
         const int64_t from = begin == 0 ? 0 : cut, to = begin == 0 ? cut : side;
         if (by_rows)
             gemm_packed_team<Tile>({&a.at(from, 0), to - from, k, a.row_stride, a.col_stride}, b,
