@@ -59,7 +59,7 @@ static float* random_floats(size_t count) {
         fprintf(stderr, "openblas_bench: out of memory\n");
         exit(1);
     }
-    for (size_t i = 0; i < count; ++i) p[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (size_t i = 0; i < count; ++i) p[i] = (float)((double)rand() / RAND_MAX - 0.5);
     return p;
 }
 
