@@ -112,8 +112,8 @@ struct Problem {
     T keep = 1;
 
     // How many of keys [j0, j0 + cols) the first of rows [i0, ...) sees:
-    // `first` of the element-wise steps above (row r sees first + r, or
-    // all cols without the causal mask).
+    // `first` of the element-wise steps in flash_attention_steps.h (row r
+    // sees first + r, or all cols without the causal mask).
     int64_t first_seen(int64_t i0, int64_t j0, int64_t cols) const {
         return mask_kind == AttentionMask::causal ? i0 + 1 - j0 : cols;
     }
@@ -251,10 +251,8 @@ void forward_rows(const Problem<T>& a, int64_t slice, int64_t i0, int64_t rows, 
     }
     // out = o / l (a row whose keys are all masked: 0 / 0 = NaN, as softmax
     // gives), lse = m + log l.
-    if (out.col_stride == 1) divide_rows(w.o.data(), w.l.data(), rows, a.Ev, out.at(slice, i0, 0), out.row_stride);
-    else
-        for (int64_t r = 0; r < rows; ++r)
-            for (int64_t e = 0; e < a.Ev; ++e) *out.at(slice, i0 + r, e) = w.o[r * a.Ev + e] / w.l[r];
+    // (out's columns are contiguous: laid_out_like keeps the last dim innermost.)
+    divide_rows(w.o.data(), w.l.data(), rows, a.Ev, out.at(slice, i0, 0), out.row_stride);
     for (int64_t r = 0; r < rows; ++r) lse[r] = w.m[r] + std::log(w.l[r]);
 }
 

@@ -61,6 +61,13 @@ constexpr int64_t kNc = 4096;         // columns of B per packed block: kKc x 40
 constexpr int64_t kInPlacePanels = 8; // at most this many panels of B: read A in place (block_rows)
 constexpr int64_t kKcInPlace = 256;   // the depth of a block when A is read in place, with either tile
 
+// Whether block_rows reads A where it lies for a block `panels` panels of B
+// wide, instead of packing it: A's rows or columns contiguous, and few
+// panels (block_rows explains why).
+inline bool reads_a_in_place(MatrixRef<const float> a, int64_t panels) {
+    return (a.col_stride == 1 || a.row_stride == 1) && panels <= kInPlacePanels;
+}
+
 // A 64-byte-aligned scratch buffer that grows as needed and is reused, so
 // the hot loop allocates nothing once warm. One per thread (thread_local).
 class Scratch {
@@ -172,7 +179,7 @@ void block_rows(MatrixRef<const float> a, MatrixRef<float> c, const float* bp, i
                 int64_t nc, int64_t rp_begin, int64_t rp_end, int64_t jp_begin, int64_t jp_end, bool add) {
     constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr, kMc = Tile::kMc;
     static thread_local Scratch a_scratch;
-    const bool in_place = (a.col_stride == 1 || a.row_stride == 1) && jp_end - jp_begin <= kInPlacePanels;
+    const bool in_place = reads_a_in_place(a, jp_end - jp_begin);
     float* ap = in_place ? nullptr : a_scratch.get(static_cast<size_t>(kMc * kc));
     const int64_t row_end = std::min(c.rows, rp_end * kMr);
     for (int64_t ic = rp_begin * kMr; ic < row_end; ic += kMc) {
@@ -246,7 +253,7 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
             const int64_t n_panels = (nc + kNr - 1) / kNr;
             // block_rows reads A in place under the same rule (per thread's
             // share of panels, which is never wider than n_panels).
-            const bool a_in_place = (a.col_stride == 1 || a.row_stride == 1) && n_panels <= kInPlacePanels;
+            const bool a_in_place = reads_a_in_place(a, n_panels);
             const int64_t kc_block = a_in_place ? kKcInPlace : Tile::kKc;
             for (int64_t pc = 0; pc < k; pc += kc_block) {
                 const int64_t kc = std::min(kc_block, k - pc);
@@ -288,17 +295,7 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
 // the smaller operand) at a whole number of tiles, the first half taking
 // the odd one; a side of fewer than kHalvesTiles tiles would leave the
 // halves too uneven (3 tiles: 2 and 1), so then the other side is cut, or
-// when neither has enough, the team shares the tiles. One exception: when
-// half of C's columns is at most kInPlacePanels panels and A's rows or
-// columns are contiguous, block_rows reads A in place, so a cut across the
-// columns copies nothing twice (each half packs its own half of B), and it
-// is taken whatever C's shape. At the macbook preset that is 8 of each
-// layer's 12 products (those 768 x 128 out, and the weight gradients 128
-// wide) and lm_head's input gradient; on 2 threads of a Zen 4, medians of
-// 300 calls with B freshly written, alternating runs: a layer's 12
-// products took 2.2% less time while the host was busy (768 x 128 x 128:
-// x @ W^T 180 -> 197 GFLOP/s, dy @ W 186 -> 208; dy^T @ x at 128 x 768 x
-// 128: 153 -> 166) and 0.7% less while it was quiet (dy^T @ x 190 -> 201).
+// when neither has enough, the team shares the tiles.
 // Measured on a 2-core Zen 4, 2 threads, each product's B freshly written
 // by both threads, medians of four alternating runs (GFLOP/s, team ->
 // halves): the macbook preset's 13 products +0.4% to +14% (dW = dy^T @ x
@@ -307,6 +304,18 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
 // each thread would copy the operand once more, and no machine here had
 // more cores to measure it on. Each element of C sums its k in the same
 // order either way: the same bits.
+//
+// One exception to the side cut: when half of C's columns is at most
+// kInPlacePanels panels and A's rows or columns are contiguous, block_rows
+// reads A in place, so a cut across the columns copies nothing twice (each
+// half packs its own half of B), and it is taken whatever C's shape. At the
+// macbook preset that is 8 of each layer's 12 products (those 768 x 128
+// out, and the weight gradients 128 wide) and lm_head's input gradient; on
+// 2 threads of a Zen 4, medians of 300 calls with B freshly written,
+// alternating runs: a layer's 12 products took 2.2% less time while the
+// host was busy (768 x 128 x 128: x @ W^T 180 -> 197 GFLOP/s, dy @ W 186 ->
+// 208; dy^T @ x at 128 x 768 x 128: 153 -> 166) and 0.7% less while it was
+// quiet (dy^T @ x 190 -> 201).
 inline constexpr int64_t kHalvesTiles = 8;
 
 // How many products have been cut in halves since the program started, and
@@ -320,10 +329,9 @@ void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int64_t row_tiles = (m + kMr - 1) / kMr, col_tiles = (n + kNr - 1) / kNr;
     bool by_rows = m >= n;
-    // A half of C's columns narrow enough that block_rows reads A in place:
-    // then neither half copies A, and cutting by columns copies nothing twice.
-    const bool a_shared = (a.col_stride == 1 || a.row_stride == 1) && (col_tiles + 1) / 2 <= kInPlacePanels;
-    if (a_shared && col_tiles >= kHalvesTiles) by_rows = false;
+    // Half of C's columns narrow enough that block_rows reads A in place:
+    // cut by columns, and nothing is copied twice (the Note's exception).
+    if (col_tiles >= kHalvesTiles && reads_a_in_place(a, (col_tiles + 1) / 2)) by_rows = false;
     if ((by_rows ? row_tiles : col_tiles) < kHalvesTiles) by_rows = !by_rows;
     const int64_t tiles = by_rows ? row_tiles : col_tiles;
     if (get_num_threads() != 2 || m * n * k <= kGemmParallelWork || tiles < kHalvesTiles) {
