@@ -55,6 +55,12 @@ void map_binary(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
         const T* y = pb + off[2];
         if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
             for (int64_t i = 0; i < n; ++i) po[i] = f(x[i], y[i]);
+        } else if (step[0] == 1 && step[1] == 1 && step[2] == 0) { // b one number (x * 0.5, g.mul_(c))
+            const T y0 = *y;
+            for (int64_t i = 0; i < n; ++i) po[i] = f(x[i], y0);
+        } else if (step[0] == 1 && step[1] == 0 && step[2] == 1) { // a one number (1 - x)
+            const T x0 = *x;
+            for (int64_t i = 0; i < n; ++i) po[i] = f(x0, y[i]);
         } else {
             for (int64_t i = 0; i < n; ++i) po[i * step[0]] = f(x[i * step[1]], y[i * step[2]]);
         }
