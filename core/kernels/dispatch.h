@@ -100,7 +100,8 @@ void column_sum(const T* x, int64_t rows, int64_t cols, T* out);
 
 // cross_entropy (kernels/cross_entropy.cpp): cross_entropy_forward_rows and
 // cross_entropy_backward_rows of core/ops/cross_entropy.h, the same loops
-// compiled for AVX2 too: the same bits. T is float or double.
+// compiled for AVX2 too, the rows split between threads (the loss's sum
+// still in row order): the same bits. T is float or double.
 template <typename T>
 double cross_entropy_forward(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index,
                              double* lse);

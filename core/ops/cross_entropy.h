@@ -14,13 +14,12 @@
 
 namespace ember::internal {
 
-// The forward over n rows of c logits x: lse_i = log sum_j e^(x_ij) into
-// lse, and the sum over counted rows (target not ignore_index) of
-// lse_i - x[i, t_i] returned.
+// The forward over n rows of c logits x, in two passes: lse_i = log sum_j
+// e^(x_ij) into lse (each row on its own, so the fast copy splits the rows
+// between threads), then the sum over counted rows (target not
+// ignore_index) of lse_i - x[i, t_i], added in row order, returned.
 template <typename T>
-double cross_entropy_forward_rows(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index,
-                                  double* lse) {
-    double total = 0;
+void cross_entropy_lse_rows(const T* x, int64_t n, int64_t c, double* lse) {
     for (int64_t i = 0; i < n; ++i) {
         const T* row = x + i * c;
         T m = -std::numeric_limits<T>::infinity();
@@ -28,10 +27,21 @@ double cross_entropy_forward_rows(const T* x, const int64_t* targets, int64_t n,
         // The exponentials in x's dtype (as PyTorch's log_softmax), their sum in double.
         const double sum = sum_exp(row, 1, c, m);
         lse[i] = static_cast<double>(m) + std::log(sum);
-        // -log softmax(x)[t] = lse - x[t]
-        if (targets[i] != ignore_index) total += lse[i] - static_cast<double>(row[targets[i]]);
     }
+}
+template <typename T>
+double cross_entropy_total(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index,
+                           const double* lse) {
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) // -log softmax(x)[t] = lse - x[t]
+        if (targets[i] != ignore_index) total += lse[i] - static_cast<double>(x[i * c + targets[i]]);
     return total;
+}
+template <typename T>
+double cross_entropy_forward_rows(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index,
+                                  double* lse) {
+    cross_entropy_lse_rows(x, n, c, lse);
+    return cross_entropy_total(x, targets, n, c, ignore_index, lse);
 }
 
 // Its backward: dx_ij = scale * (softmax_ij - [j == t_i]) for counted rows,
