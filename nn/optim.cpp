@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/autograd/autograd.h"
@@ -135,8 +136,38 @@ AdamW::AdamW(const std::vector<AdamWParamGroup>& groups, AdamWOptions o) : AdamW
     }
 }
 
+namespace {
+
+// Whether two slices' parameters share elements (a parameter listed twice).
+template <typename T>
+bool params_overlap(std::vector<internal::AdamWSlice<T>> slices) {
+    std::sort(slices.begin(), slices.end(), [](const auto& a, const auto& b) { return a.param < b.param; });
+    for (size_t i = 1; i < slices.size(); ++i)
+        if (slices[i - 1].param + slices[i - 1].n > slices[i].param) return true;
+    return false;
+}
+
+// The step's updates: with the fast kernels, all slices in one parallel
+// loop (core/kernels/adamw.cpp); otherwise, or when two slices share a
+// parameter's elements, core/ops/adamw.h's loop one slice after another.
+template <typename T>
+void update_all(const std::vector<internal::AdamWSlice<T>>& slices) {
+    if constexpr (internal::kFastKernelsBuilt) {
+        if (internal::use_fast_kernels() && !params_overlap(slices)) return internal::fast::adamw_update_all(slices);
+    }
+    for (const internal::AdamWSlice<T>& s : slices)
+        internal::adamw_update_loop(s.param, s.grad, s.exp_avg, s.exp_avg_sq, s.n, s.scalars);
+}
+
+} // namespace
+
 void AdamW::step() {
     NoGradGuard no_grad;
+    // First each parameter's state and this step's scalars, then the
+    // updates, all parameters together (update_all).
+    std::vector<Tensor> grads; // each update's gradient, kept alive until it has run
+    std::vector<internal::AdamWSlice<float>> floats;
+    std::vector<internal::AdamWSlice<double>> doubles;
     for (size_t i = 0; i < params_.size(); ++i) {
         const Tensor& p = params_[i];
         if (!p.grad().defined()) continue;
@@ -148,19 +179,16 @@ void AdamW::step() {
             s.exp_avg = s.exp_avg.to(p.dtype());
             s.exp_avg_sq = s.exp_avg_sq.to(p.dtype());
         }
-        ++s.step;
+        const double step = static_cast<double>(s.step + 1); // counted once the update has run
         // The step's scalars, in double as PyTorch's Python computes them.
-        const double bias_correction1 = 1 - std::pow(options.beta1, static_cast<double>(s.step));
-        const double bias_correction2 = 1 - std::pow(options.beta2, static_cast<double>(s.step));
+        const double bias_correction1 = 1 - std::pow(options.beta1, step);
+        const double bias_correction2 = 1 - std::pow(options.beta2, step);
         const double step_size = options.lr / bias_correction1;
         const double bias_correction2_sqrt = std::sqrt(bias_correction2);
         const double weight_decay = std::isnan(weight_decay_[i]) ? options.weight_decay : weight_decay_[i];
-        Tensor g = grad_of(p);
+        grads.push_back(grad_of(p));
+        const Tensor& g = grads.back();
         dispatch_floating(p.dtype(), "AdamW", [&]<typename T>(TypeTag<T>) {
-            T* param = p.data_ptr<T>();
-            const T* grad = g.data_ptr<T>();
-            T* exp_avg = s.exp_avg.data_ptr<T>();
-            T* exp_avg_sq = s.exp_avg_sq.data_ptr<T>();
             // Each Python float becomes the tensor's dtype where it meets a tensor.
             const internal::AdamWScalars<T> scalars{
                 .decay = static_cast<T>(1 - options.lr * weight_decay),
@@ -172,16 +200,16 @@ void AdamW::step() {
                 .eps = static_cast<T>(options.eps),
                 .neg_step_size = static_cast<T>(-step_size),
             };
-            // core/ops/adamw.h's loop defines the update; core/kernels/adamw.cpp
-            // runs it compiled for AVX2 too and split between threads.
-            if constexpr (internal::kFastKernelsBuilt) {
-                if (internal::use_fast_kernels())
-                    return internal::fast::adamw_update(param, grad, exp_avg, exp_avg_sq, p.numel(), scalars);
-            }
-            internal::adamw_update_loop(param, grad, exp_avg, exp_avg_sq, p.numel(), scalars);
+            const internal::AdamWSlice<T> slice{p.data_ptr<T>(),          g.data_ptr<T>(), s.exp_avg.data_ptr<T>(),
+                                                s.exp_avg_sq.data_ptr<T>(), p.numel(),       scalars};
+            if constexpr (std::is_same_v<T, float>) floats.push_back(slice);
+            else doubles.push_back(slice);
         });
-        internal::bump_version(p);
     }
+    update_all(floats);
+    update_all(doubles);
+    for (size_t i = 0; i < params_.size(); ++i)
+        if (params_[i].grad().defined()) ++state_[i].step, internal::bump_version(params_[i]);
 }
 
 nn::StateDict AdamW::state_dict() const {

@@ -505,23 +505,46 @@ TEST_CASE("split's backward takes the pieces' gradients whole only where they li
 
 TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][optim]") {
     manual_seed(6);
+    // Five parameters, 133,019 elements end to end: the kernel's two
+    // threads split them in the middle of the third, and the two groups'
+    // weight decays differ, so each element must take its own parameter's
+    // scalars.
+    const std::vector<Shape> shapes = {{300, 200}, {7}, {200, 200}, {5}, {33000}};
     for (DType dtype : {kFloat32, kFloat64}) {
-        Tensor w0 = randn({300, 200}, dtype), b0 = randn({7}, dtype);
-        std::vector<Tensor> grads;
-        for (int s = 0; s < 3; ++s) grads.push_back(randn({300, 200}, dtype)), grads.push_back(randn({7}, dtype));
+        std::vector<Tensor> start, grads;
+        for (const Shape& shape : shapes) start.push_back(randn(shape, dtype));
+        for (int s = 0; s < 3; ++s)
+            for (const Shape& shape : shapes) grads.push_back(randn(shape, dtype));
         require_same_bits(std::string("AdamW ") + dtype_name(dtype), [&] {
-            Tensor w = leaf(w0), b = leaf(b0);
-            optim::AdamW opt({w, b}, {.lr = 0.01, .weight_decay = 0.1});
+            std::vector<Tensor> p;
+            for (const Tensor& t : start) p.push_back(leaf(t));
+            optim::AdamW opt({{.params = {p[0], p[2], p[4]}, .weight_decay = 0.1}, {.params = {p[1], p[3]}, .weight_decay = 0.0}},
+                             {.lr = 0.01, .weight_decay = 0.0});
             for (int s = 0; s < 3; ++s) {
-                w.set_grad(grads[2 * s]);
-                b.set_grad(grads[2 * s + 1]);
+                for (size_t i = 0; i < p.size(); ++i) p[i].set_grad(grads[s * p.size() + i]);
                 opt.step();
             }
-            std::vector<Tensor> out = {w.detach(), b.detach()};
+            std::vector<Tensor> out;
+            for (const Tensor& t : p) out.push_back(t.detach());
             for (const auto& [name, t] : opt.state_dict()) out.push_back(t);
             return out;
         });
     }
+}
+
+TEST_CASE("AdamW with a parameter listed twice updates it twice, one update after the other", "[kernels][optim]") {
+    // One parallel loop over both entries would race on the parameter's
+    // elements; the fast kernels must then give the plain loop's bits, the
+    // second update reading what the first wrote.
+    manual_seed(7);
+    Tensor w0 = randn({100000}), g = randn({100000});
+    require_same_bits("AdamW, a parameter twice", [&] {
+        Tensor w = leaf(w0);
+        optim::AdamW opt({w, w}, {.lr = 0.01});
+        w.set_grad(g);
+        opt.step();
+        return std::vector<Tensor>{w.detach()};
+    });
 }
 
 TEST_CASE("clip_grad_norm_'s fast sums of squares give the bits of its definition", "[kernels][optim]") {

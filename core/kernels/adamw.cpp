@@ -1,6 +1,13 @@
-// AdamW's update, fast (fast::adamw_update, dispatch.h): the loop that
+// AdamW's update, fast (fast::adamw_update_all, dispatch.h): the loop that
 // defines it (core/ops/adamw.h), compiled for baseline x86-64 and for AVX2
-// (vectorize.h) and split between threads. Tests: tests/test_kernels.cpp.
+// (vectorize.h), over every parameter of a step in one parallel loop. The
+// threads split the parameters' elements taken end to end, as if they were
+// one array, so a small parameter (a LayerNorm's 128 weights) costs no
+// parallel region of its own and no thread waits while another updates it
+// alone. Each element's update is the loop's: the same bits, however the
+// elements are split. Tests: tests/test_kernels.cpp, tests/test_optim.cpp.
+#include <algorithm>
+
 #include "core/kernels/dispatch.h"
 #include "core/kernels/vectorize.h"
 #include "core/loops/parallel.h"
@@ -19,11 +26,22 @@ template <typename T>
 } // namespace
 
 template <typename T>
-void fast::adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n, const AdamWScalars<T>& s) {
-    parallel_for(0, n, kElementwiseGrain,
-                 [&](int64_t b, int64_t e) { update(param + b, grad + b, exp_avg + b, exp_avg_sq + b, e - b, s); });
+void fast::adamw_update_all(const std::vector<AdamWSlice<T>>& slices) {
+    // start[i]: where slice i begins among all the elements end to end.
+    std::vector<int64_t> start(slices.size() + 1, 0);
+    for (size_t i = 0; i < slices.size(); ++i) start[i + 1] = start[i] + slices[i].n;
+    parallel_for(0, start.back(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+        // The slices that [b, e) meets, from the last one to start at or before b.
+        auto i = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b) - start.begin()) - 1;
+        for (; i < slices.size() && start[i] < e; ++i) {
+            const AdamWSlice<T>& s = slices[i];
+            const int64_t from = std::max(b, start[i]) - start[i], to = std::min(e, start[i + 1]) - start[i];
+            if (from < to)
+                update(s.param + from, s.grad + from, s.exp_avg + from, s.exp_avg_sq + from, to - from, s.scalars);
+        }
+    });
 }
-template void fast::adamw_update(float*, const float*, float*, float*, int64_t, const AdamWScalars<float>&);
-template void fast::adamw_update(double*, const double*, double*, double*, int64_t, const AdamWScalars<double>&);
+template void fast::adamw_update_all(const std::vector<AdamWSlice<float>>&);
+template void fast::adamw_update_all(const std::vector<AdamWSlice<double>>&);
 
 } // namespace ember::internal

@@ -170,11 +170,13 @@ namespace fast {
 void gelu_erf(const float* x, float* out, int64_t n);
 void gelu_erf_with_slope(const float* x, float* out, float* slope, int64_t n);
 
-// AdamW's update of one parameter (kernels/adamw.cpp): n elements of param,
-// exp_avg and exp_avg_sq updated in place from grad; core/ops/adamw.h's
-// loop, compiled for AVX2 too and split between threads: the same bits.
+// AdamW's update of every parameter of a step (kernels/adamw.cpp): each
+// slice's n elements of param, exp_avg and exp_avg_sq updated in place from
+// its grad by core/ops/adamw.h's loop, compiled for AVX2 too, the elements
+// of all slices split between threads in one parallel loop: the same bits.
+// The slices' arrays must not overlap one another's.
 template <typename T>
-void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n, const AdamWScalars<T>& s);
+void adamw_update_all(const std::vector<AdamWSlice<T>>& slices);
 
 // clip_grad_norm_'s 2-norm (kernels/sum_of_squares.cpp): for each
 // defined, contiguous float or double gradient g, total[i] = the sum of

@@ -37,4 +37,16 @@ inline void adamw_update_loop(T* __restrict__ param, const T* __restrict__ grad,
     }
 }
 
+// One parameter's arrays and scalars for one step: what adamw_update_loop
+// takes, kept so that a step can update every parameter in one pass
+// (AdamW::step, fast::adamw_update_all).
+template <typename T>
+struct AdamWSlice {
+    T* param;
+    const T* grad;
+    T *exp_avg, *exp_avg_sq;
+    int64_t n;
+    AdamWScalars<T> scalars;
+};
+
 } // namespace ember::internal
