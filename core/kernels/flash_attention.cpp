@@ -290,8 +290,8 @@ struct BackwardScratch {
     std::vector<T> kt, vt, p, pz, dp, d;
 };
 
-// What the backward reads beside the problem, and the gradients it adds
-// into (zeroed by the caller), each (slices, rows, cols) as its operand says.
+// What the backward reads beside the problem, and the gradients it writes,
+// each (slices, rows, cols) as its operand says.
 template <typename T>
 struct BackwardIO {
     Operand<const T> out, dout;
@@ -299,10 +299,24 @@ struct BackwardIO {
     Operand<T> dq, dk, dv;
 };
 
+// m = 0.
+template <typename T>
+void zero(MatrixRef<T> m) {
+    for (int64_t i = 0; i < m.rows; ++i)
+        for (int64_t j = 0; j < m.cols; ++j) m.at(i, j) = T(0);
+}
+
 // One slice's dq (L,E), dk (S,E) and dv (S,Ev).
 template <typename T>
 void backward_slice(const Problem<T>& a, int64_t slice, const BackwardIO<T>& io, BackwardScratch<T>& w) {
     const int64_t L = a.L, S = a.S, E = a.E, Ev = a.Ev;
+    // The products below add into this slice's gradients, which start from
+    // zero here (the caller allocates them uninitialised): zeroed a slice
+    // at a time, by the thread that owns it, just before the products read
+    // them, rather than in a pass over all of them first.
+    zero(io.dq.block(slice, 0, L, 0, E));
+    zero(io.dk.block(slice, 0, S, 0, E));
+    zero(io.dv.block(slice, 0, S, 0, Ev));
     transpose_into(a.k.block(slice, 0, S, 0, E), w.kt);
     transpose_into(a.v.block(slice, 0, S, 0, Ev), w.vt);
     w.p.resize(kBlock * kBlock);
@@ -412,7 +426,7 @@ Tensor laid_out_like(const Tensor& like, const Shape& shape, bool zeroed) {
     return (zeroed ? zeros(nested, like.dtype()) : empty(nested, like.dtype())).permute(back);
 }
 
-// The gradients of q, k and v, zeroed, each laid out as its input lies
+// The gradients of q, k and v, zeroed or not, each laid out as its input lies
 // (laid_out_like). When q, k and v are three equal pieces of one tensor, as
 // the fast model cuts them from its (B,T,3C) projection, the gradients are
 // the same pieces of one buffer: the split's backward then finds them side
@@ -424,7 +438,8 @@ Tensor laid_out_like(const Tensor& like, const Shape& shape, bool zeroed) {
 // laid_out_like requires, the last dim innermost (stride 1), so that the
 // products write each gradient by the same kernels as laid_out_like's (a
 // few rows with another column stride would sum in another order).
-std::array<Tensor, 3> gradients_like(const AttentionCall& c, const Tensor& q, const Tensor& k, const Tensor& v) {
+std::array<Tensor, 3> gradients_like(const AttentionCall& c, const Tensor& q, const Tensor& k, const Tensor& v,
+                                     bool zeroed) {
     const Shape shape = batched(c, c.L, c.E);
     std::array<int64_t, 3> at{q.storage_offset(), k.storage_offset(), v.storage_offset()};
     std::sort(at.begin(), at.end());
@@ -437,15 +452,15 @@ std::array<Tensor, 3> gradients_like(const AttentionCall& c, const Tensor& q, co
         joined.push_back(3);
         strides.push_back(step);
         if (is_non_overlapping_and_dense(make_view(q, joined, strides, at[0]))) {
-            Tensor buffer = zeros({3 * q.numel()}, q.dtype());
+            Tensor buffer = zeroed ? zeros({3 * q.numel()}, q.dtype()) : empty({3 * q.numel()}, q.dtype());
             auto piece = [&](const Tensor& x) {
                 return make_view(buffer, shape, x.strides(), x.storage_offset() - at[0]);
             };
             return {piece(q), piece(k), piece(v)};
         }
     }
-    return {laid_out_like(q, shape, true), laid_out_like(k, batched(c, c.S, c.E), true),
-            laid_out_like(v, batched(c, c.S, c.Ev), true)};
+    return {laid_out_like(q, shape, zeroed), laid_out_like(k, batched(c, c.S, c.E), zeroed),
+            laid_out_like(v, batched(c, c.S, c.Ev), zeroed)};
 }
 
 } // namespace
@@ -473,9 +488,12 @@ Tensor fast::scaled_dot_product_attention(const AttentionCall& c, const Tensor& 
                [c, drop, qs = SavedTensor(query), ks = SavedTensor(key), vs = SavedTensor(value),
                 outs = SavedTensor(out), lse](const Tensor& dout) -> Grads {
                    const Tensor &q = qs.get(), &k = ks.get(), &v = vs.get();
-                   const std::array<Tensor, 3> grads = gradients_like(c, q, k, v);
+                   // backward() zeroes the gradients itself, slice by slice; when it
+                   // does not run, they are zeros from the start.
+                   const bool runs = c.S > 0 && dout.numel() > 0;
+                   const std::array<Tensor, 3> grads = gradients_like(c, q, k, v, /*zeroed=*/!runs);
                    const Tensor &dq = grads[0], &dk = grads[1], &dv = grads[2];
-                   if (c.S > 0 && dout.numel() > 0)
+                   if (runs)
                        dispatch_floating(q.dtype(), "scaled_dot_product_attention", [&]<typename T>(TypeTag<T>) {
                            const BackwardIO<T> io{operand<const T>(outs.get(), c.batch, c.L, c.Ev),
                                                   operand<const T>(dout, c.batch, c.L, c.Ev),
