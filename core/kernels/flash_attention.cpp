@@ -12,6 +12,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 #include "core/autograd/autograd.h"
@@ -110,6 +111,9 @@ struct Problem {
     // is kept (and scaled by keep); null without dropout.
     const uint64_t* keep_bits = nullptr;
     T keep = 1;
+    // The slices in the order their queries lie in memory, which is the
+    // order the threads take them in (Note [slices in memory order]).
+    std::vector<int64_t> order;
 
     // How many of keys [j0, j0 + cols) the first of rows [i0, ...) sees:
     // `first` of the element-wise steps in flash_attention_steps.h (row r
@@ -200,8 +204,23 @@ Problem<T> problem(const AttentionCall& c, const Tensor& q, const Tensor& k, con
     if (c.mask_kind == AttentionMask::additive) a.add_mask = operand<const T>(c.mask, c.batch, c.L, c.S);
     if (drop.words.defined()) a.keep_bits = reinterpret_cast<const uint64_t*>(drop.words.data_ptr<int64_t>());
     a.keep = static_cast<T>(drop.scale);
+    a.order.resize(static_cast<size_t>(a.slices));
+    std::iota(a.order.begin(), a.order.end(), int64_t{0});
+    std::stable_sort(a.order.begin(), a.order.end(),
+                     [&](int64_t x, int64_t y) { return a.q.offset[x] < a.q.offset[y]; });
     return a;
 }
+
+// Note [slices in memory order]. The fast model cuts its heads from one
+// (B,T,3C) projection and views them (NH,B,T,hs): slice after slice is
+// head after head, while memory runs batch element after batch element.
+// Threads split the slices into runs; taken head by head, each thread
+// would read every token's rows, half of them written by the other core
+// (the projection before and the one after split C's rows between the
+// threads). Taken in memory order, a thread reads the rows of its own
+// batch elements, which the projection wrote on the same core, and the
+// data stays in that core's cache. Each slice's results are its own: the
+// same bits in any order.
 
 // out = m's transpose, (cols, rows) row-major: a slice's k or v laid out so
 // that a block of k^T or v^T has contiguous rows, as gemm reads B fastest.
@@ -265,7 +284,7 @@ void forward(const Problem<T>& a, const Operand<T>& out, T* lse) {
         static thread_local ForwardScratch<T> scratch; // reused: no allocation once warm
         scratch.kt_slice = -1;
         for (int64_t item = begin; item < end; ++item) {
-            const int64_t slice = item / blocks, i0 = (item % blocks) * kBlock;
+            const int64_t slice = a.order[item / blocks], i0 = (item % blocks) * kBlock;
             const int64_t rows = std::min(kBlock, a.L - i0);
             forward_rows(a, slice, i0, rows, out, lse + slice * a.L + i0, scratch);
         }
@@ -393,7 +412,7 @@ void backward(const Problem<T>& a, const BackwardIO<T>& io) {
     const int64_t work = a.L * a.S * (2 * a.E + 2 * a.Ev); // multiply-adds of one slice, roughly
     parallel_for(0, a.slices, grain_for(work, kGemmParallelWork), [&](int64_t begin, int64_t end) {
         static thread_local BackwardScratch<T> scratch;
-        for (int64_t s = begin; s < end; ++s) backward_slice(a, s, io, scratch);
+        for (int64_t s = begin; s < end; ++s) backward_slice(a, a.order[s], io, scratch);
     });
 }
 
