@@ -200,8 +200,9 @@ void AdamW::step() {
                 .eps = static_cast<T>(options.eps),
                 .neg_step_size = static_cast<T>(-step_size),
             };
-            const internal::AdamWSlice<T> slice{p.data_ptr<T>(),          g.data_ptr<T>(), s.exp_avg.data_ptr<T>(),
-                                                s.exp_avg_sq.data_ptr<T>(), p.numel(),       scalars};
+            const internal::AdamWSlice<T> slice{
+                p.data_ptr<T>(), g.data_ptr<T>(), s.exp_avg.data_ptr<T>(), s.exp_avg_sq.data_ptr<T>(),
+                p.numel(),       scalars};
             if constexpr (std::is_same_v<T, float>) floats.push_back(slice);
             else doubles.push_back(slice);
         });

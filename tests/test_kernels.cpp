@@ -518,7 +518,8 @@ TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][opt
         require_same_bits(std::string("AdamW ") + dtype_name(dtype), [&] {
             std::vector<Tensor> p;
             for (const Tensor& t : start) p.push_back(leaf(t));
-            optim::AdamW opt({{.params = {p[0], p[2], p[4]}, .weight_decay = 0.1}, {.params = {p[1], p[3]}, .weight_decay = 0.0}},
+            optim::AdamW opt({{.params = {p[0], p[2], p[4]}, .weight_decay = 0.1},
+                              {.params = {p[1], p[3]}, .weight_decay = 0.0}},
                              {.lr = 0.01, .weight_decay = 0.0});
             for (int s = 0; s < 3; ++s) {
                 for (size_t i = 0; i < p.size(); ++i) p[i].set_grad(grads[s * p.size() + i]);

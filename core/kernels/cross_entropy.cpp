@@ -37,8 +37,7 @@ constexpr int64_t kRowCost = 10;
 template <typename T>
 double fast::cross_entropy_forward(const T* x, const int64_t* targets, int64_t n, int64_t c, int64_t ignore_index,
                                    double* lse) {
-    parallel_for(0, n, grain_for(c * kRowCost),
-                 [&](int64_t b, int64_t e) { lse_rows(x + b * c, e - b, c, lse + b); });
+    parallel_for(0, n, grain_for(c * kRowCost), [&](int64_t b, int64_t e) { lse_rows(x + b * c, e - b, c, lse + b); });
     return cross_entropy_total(x, targets, n, c, ignore_index, lse);
 }
 template double fast::cross_entropy_forward(const float*, const int64_t*, int64_t, int64_t, int64_t, double*);
