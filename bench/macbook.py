@@ -30,6 +30,13 @@ twin builds its modules in ember's order, so seed 1337 draws the same
 weights and batches in both: the evaluations agree to the printed digit
 (measured: val 1.8843 at step 2,000 in both).
 
+On a virtual machine the host may also move the two virtual CPUs apart:
+before each run this prints how long a cache line takes from CPU 0 to
+CPU 1 and back (build/bench/core_round_trip; Linux). Tens of nanoseconds
+is two cores that share a cache; hundreds is two far apart, where
+ember's two threads, which hand data to each other at every parallel
+loop, train about a quarter slower (docs/performance.md).
+
 PyTorch must multiply through OpenBLAS (Debian's libopenblas0-pthread):
 with the reference BLAS it runs at a few GFLOP/s and the ratio lies; the
 script checks which BLAS torch loaded and refuses the reference one.
@@ -61,6 +68,17 @@ def run_ember(program):
     evals = [(int(m.group(1)), float(m.group(3))) for m in
              re.finditer(r"^step (\d+): train loss ([\d.]+), val loss ([\d.]+)", r.stdout, re.M)]
     return evals, seconds
+
+
+def round_trip(program):
+    """A cache line's round trip between CPUs 0 and 1 in ns, by the
+    core_round_trip beside the build's train_gpt (None where it is absent)."""
+    probe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(program))), "bench", "core_round_trip")
+    if not os.path.exists(probe):
+        return None
+    r = subprocess.run([probe], capture_output=True, text=True)
+    m = re.search(r'"ns":(\d+)', r.stdout)
+    return int(m.group(1)) if r.returncode == 0 and m else None
 
 
 def blas_of_torch():
@@ -150,6 +168,10 @@ def one_pair(args, ember_first):
     for name in order:
         if args.only not in (None, name):
             continue
+        ns = round_trip(args.program)
+        if ns is not None:
+            print(f"  CPUs 0 and 1: a cache line's round trip {ns} ns", flush=True)
+            results[name + " round trip"] = ns
         if name == "ember":
             evals, seconds = run_ember(args.program)
             for step, v in evals:
@@ -162,7 +184,7 @@ def one_pair(args, ember_first):
             results["torch"] = (evals[-1][1], seconds)
             print(f"PyTorch {__import__('torch').__version__} ({threads} threads, {', '.join(libs)}): val "
                   f"{evals[-1][1]:.4f} in {seconds:.1f} s ({tokens / seconds:,.0f} tokens/s)", flush=True)
-    if len(results) == 2:
+    if "ember" in results and "torch" in results:
         print(f"ember / PyTorch: {results['torch'][1] / results['ember'][1]:.2f}x the speed", flush=True)
     return results
 
@@ -183,7 +205,9 @@ def main():
     if args.pairs > 1 and args.only is None:
         rows = [(p["ember"][1], p["torch"][1], p["torch"][1] / p["ember"][1]) for p in pairs]
         for i, (e, t, r) in enumerate(rows):
-            print(f"pair {i + 1}: ember {e:.1f} s, PyTorch {t:.1f} s, {r:.2f}x")
+            ns = pairs[i].get("ember round trip")
+            print(f"pair {i + 1}: ember {e:.1f} s, PyTorch {t:.1f} s, {r:.2f}x" +
+                  (f" (round trip before ember's run: {ns} ns)" if ns is not None else ""))
         ratios = sorted(r for _, _, r in rows)
         print(f"median of {len(ratios)} pairs: {statistics.median(ratios):.2f}x "
               f"(from {ratios[0]:.2f}x to {ratios[-1]:.2f}x); ember under 60 s in "

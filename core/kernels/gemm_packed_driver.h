@@ -305,17 +305,16 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
 // more cores to measure it on. Each element of C sums its k in the same
 // order either way: the same bits.
 //
-// One exception to the side cut: when half of C's columns is at most
-// kInPlacePanels panels and A's rows or columns are contiguous, block_rows
-// reads A in place, so a cut across the columns copies nothing twice (each
-// half packs its own half of B), and it is taken whatever C's shape. At the
-// macbook preset that is 8 of each layer's 12 products (those 768 x 128
-// out, and the weight gradients 128 wide) and lm_head's input gradient; on
-// 2 threads of a Zen 4, medians of 300 calls with B freshly written,
-// alternating runs: a layer's 12 products took 2.2% less time while the
-// host was busy (768 x 128 x 128: x @ W^T 180 -> 197 GFLOP/s, dy @ W 186 ->
-// 208; dy^T @ x at 128 x 768 x 128: 153 -> 166) and 0.7% less while it was
-// quiet (dy^T @ x 190 -> 201).
+// Not taken: cutting by columns wherever half of C's columns lets A be
+// read in place (so that neither half copies what the other copies). On
+// the products alone that was 0.7% to 2.2% faster, but a cut by rows keeps
+// the rows of tokens where the element-wise steps before and after it
+// (split by rows too) left them, in the same core's cache; by columns each
+// thread reads every row, half of them from the other core. Whole
+// macbook runs at two threads on a Zen 4 were 1% faster without it while
+// a cache line took 55-60 ns from one vCPU to the other and the other
+// back, and 5% faster in a pair of runs while it took 320 ns (the host
+// placing the two vCPUs far apart).
 inline constexpr int64_t kHalvesTiles = 8;
 
 // How many products have been cut in halves since the program started, and
@@ -329,9 +328,6 @@ void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int64_t row_tiles = (m + kMr - 1) / kMr, col_tiles = (n + kNr - 1) / kNr;
     bool by_rows = m >= n;
-    // Half of C's columns narrow enough that block_rows reads A in place:
-    // cut by columns, and nothing is copied twice (the Note's exception).
-    if (col_tiles >= kHalvesTiles && reads_a_in_place(a, (col_tiles + 1) / 2)) by_rows = false;
     if ((by_rows ? row_tiles : col_tiles) < kHalvesTiles) by_rows = !by_rows;
     const int64_t tiles = by_rows ? row_tiles : col_tiles;
     if (get_num_threads() != 2 || m * n * k <= kGemmParallelWork || tiles < kHalvesTiles) {
