@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -138,22 +139,33 @@ AdamW::AdamW(const std::vector<AdamWParamGroup>& groups, AdamWOptions o) : AdamW
 
 namespace {
 
-// Whether two slices' parameters share elements (a parameter listed twice).
+// Whether the bytes [a, a + an) and [b, b + bn) meet.
+bool meet(const void* a, size_t an, const void* b, size_t bn) {
+    const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+    return x < y + bn && y < x + an;
+}
+
+// Whether one slice writes what another reads or writes (a parameter
+// listed twice, or one parameter's gradient another's data): one parallel
+// loop over all of them would then race, so they run one after another.
 template <typename T>
-bool params_overlap(std::vector<internal::AdamWSlice<T>> slices) {
-    std::sort(slices.begin(), slices.end(), [](const auto& a, const auto& b) { return a.param < b.param; });
-    for (size_t i = 1; i < slices.size(); ++i)
-        if (slices[i - 1].param + slices[i - 1].n > slices[i].param) return true;
+bool slices_overlap(const std::vector<internal::AdamWSlice<T>>& slices) {
+    const auto bytes = [](const internal::AdamWSlice<T>& s) { return static_cast<size_t>(s.n) * sizeof(T); };
+    for (size_t i = 0; i < slices.size(); ++i)
+        for (size_t j = 0; j < slices.size(); ++j)
+            if (i != j && (meet(slices[i].param, bytes(slices[i]), slices[j].param, bytes(slices[j])) ||
+                           meet(slices[i].param, bytes(slices[i]), slices[j].grad, bytes(slices[j]))))
+                return true;
     return false;
 }
 
 // The step's updates: with the fast kernels, all slices in one parallel
-// loop (core/kernels/adamw.cpp); otherwise, or when two slices share a
-// parameter's elements, core/ops/adamw.h's loop one slice after another.
+// loop (core/kernels/adamw.cpp, `together`); otherwise core/ops/adamw.h's
+// loop one slice after another.
 template <typename T>
-void update_all(const std::vector<internal::AdamWSlice<T>>& slices) {
+void update_all(const std::vector<internal::AdamWSlice<T>>& slices, bool together) {
     if constexpr (internal::kFastKernelsBuilt) {
-        if (internal::use_fast_kernels() && !params_overlap(slices)) return internal::fast::adamw_update_all(slices);
+        if (together && !slices.empty()) return internal::fast::adamw_update_all(slices);
     }
     for (const internal::AdamWSlice<T>& s : slices)
         internal::adamw_update_loop(s.param, s.grad, s.exp_avg, s.exp_avg_sq, s.n, s.scalars);
@@ -164,14 +176,18 @@ void update_all(const std::vector<internal::AdamWSlice<T>>& slices) {
 void AdamW::step() {
     NoGradGuard no_grad;
     // First each parameter's state and this step's scalars, then the
-    // updates, all parameters together (update_all).
+    // updates, all parameters together (update_all). The state is kept
+    // aside until the updates have run, so that a step that throws (out of
+    // memory) changes nothing.
+    std::vector<size_t> updated;
+    std::vector<State> next;   // the updated parameters' states after this step
     std::vector<Tensor> grads; // each update's gradient, kept alive until it has run
     std::vector<internal::AdamWSlice<float>> floats;
     std::vector<internal::AdamWSlice<double>> doubles;
     for (size_t i = 0; i < params_.size(); ++i) {
         const Tensor& p = params_[i];
         if (!p.grad().defined()) continue;
-        State& s = state_[i];
+        State s = state_[i];
         if (!s.exp_avg.defined()) {
             s.exp_avg = zeros_like(p);
             s.exp_avg_sq = zeros_like(p);
@@ -179,10 +195,10 @@ void AdamW::step() {
             s.exp_avg = s.exp_avg.to(p.dtype());
             s.exp_avg_sq = s.exp_avg_sq.to(p.dtype());
         }
-        const double step = static_cast<double>(s.step + 1); // counted once the update has run
+        ++s.step;
         // The step's scalars, in double as PyTorch's Python computes them.
-        const double bias_correction1 = 1 - std::pow(options.beta1, step);
-        const double bias_correction2 = 1 - std::pow(options.beta2, step);
+        const double bias_correction1 = 1 - std::pow(options.beta1, static_cast<double>(s.step));
+        const double bias_correction2 = 1 - std::pow(options.beta2, static_cast<double>(s.step));
         const double step_size = options.lr / bias_correction1;
         const double bias_correction2_sqrt = std::sqrt(bias_correction2);
         const double weight_decay = std::isnan(weight_decay_[i]) ? options.weight_decay : weight_decay_[i];
@@ -206,11 +222,18 @@ void AdamW::step() {
             if constexpr (std::is_same_v<T, float>) floats.push_back(slice);
             else doubles.push_back(slice);
         });
+        updated.push_back(i);
+        next.push_back(std::move(s));
     }
-    update_all(floats);
-    update_all(doubles);
-    for (size_t i = 0; i < params_.size(); ++i)
-        if (params_[i].grad().defined()) ++state_[i].step, internal::bump_version(params_[i]);
+    // Decided before the first update, so that nothing can throw between them.
+    const bool fast = internal::use_fast_kernels();
+    const bool floats_together = fast && !slices_overlap(floats), doubles_together = fast && !slices_overlap(doubles);
+    update_all(floats, floats_together);
+    update_all(doubles, doubles_together);
+    for (size_t k = 0; k < updated.size(); ++k) {
+        state_[updated[k]] = std::move(next[k]);
+        internal::bump_version(params_[updated[k]]);
+    }
 }
 
 nn::StateDict AdamW::state_dict() const {

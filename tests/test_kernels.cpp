@@ -108,8 +108,8 @@ TEST_CASE("layer_norm's fast rows give the bits of the plain loop", "[kernels][l
 
 TEST_CASE("cross_entropy's fast rows give the bits of the plain loop", "[kernels][loss]") {
     manual_seed(4);
-    // 300 rows of 65: six of the kernel's smallest shares (50 rows), so the
-    // two threads split them.
+    // 300 rows of 65: six times the rows below which the kernel keeps them
+    // on one thread (50), so the two threads take 150 each.
     for (DType dtype : {kFloat32, kFloat64}) {
         Tensor logits = randn({300, 65}, dtype) * 3;
         Tensor targets = randint(0, 65, {300});
@@ -505,7 +505,7 @@ TEST_CASE("split's backward takes the pieces' gradients whole only where they li
 
 TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][optim]") {
     manual_seed(6);
-    // Five parameters, 133,019 elements end to end: the kernel's two
+    // Five parameters, 133,012 elements end to end: the kernel's two
     // threads split them in the middle of the third, and the two groups'
     // weight decays differ, so each element must take its own parameter's
     // scalars.
@@ -533,18 +533,38 @@ TEST_CASE("AdamW's fast update gives the bits of the plain loop", "[kernels][opt
     }
 }
 
-TEST_CASE("AdamW with a parameter listed twice updates it twice, one update after the other", "[kernels][optim]") {
-    // One parallel loop over both entries would race on the parameter's
-    // elements; the fast kernels must then give the plain loop's bits, the
-    // second update reading what the first wrote.
+TEST_CASE("AdamW updates all parameters in one loop only when none overlaps another", "[kernels][optim]") {
+    // A parameter listed twice, or one whose gradient is another's data:
+    // one parallel loop over both would race (the second update must read
+    // what the first wrote), so they run one after another, with the
+    // definition's bits.
     manual_seed(7);
-    Tensor w0 = randn({100000}), g = randn({100000});
+    Tensor w0 = randn({100000}), b0 = randn({100000}), g = randn({100000});
+    const auto runs_of = [&](const std::function<void()>& step) {
+        const int64_t before = internal::fast::adamw_update_all_runs();
+        step();
+        return internal::fast::adamw_update_all_runs() - before;
+    };
+    require_same_bits("AdamW, apart", [&] {
+        Tensor w = leaf(w0), b = leaf(b0);
+        optim::AdamW opt({w, b}, {.lr = 0.01});
+        w.set_grad(g), b.set_grad(g);
+        REQUIRE(runs_of([&] { opt.step(); }) == (internal::use_fast_kernels() ? 1 : 0));
+        return std::vector<Tensor>{w.detach(), b.detach()};
+    });
     require_same_bits("AdamW, a parameter twice", [&] {
         Tensor w = leaf(w0);
         optim::AdamW opt({w, w}, {.lr = 0.01});
         w.set_grad(g);
-        opt.step();
+        REQUIRE(runs_of([&] { opt.step(); }) == 0);
         return std::vector<Tensor>{w.detach()};
+    });
+    require_same_bits("AdamW, one's gradient the other's data", [&] {
+        Tensor w = leaf(w0), b = leaf(b0);
+        optim::AdamW opt({w, b}, {.lr = 0.01});
+        w.set_grad(g), b.set_grad(w.detach());
+        REQUIRE(runs_of([&] { opt.step(); }) == 0);
+        return std::vector<Tensor>{w.detach(), b.detach()};
     });
 }
 

@@ -7,6 +7,7 @@
 // alone. Each element's update is the loop's: the same bits, however the
 // elements are split. Tests: tests/test_kernels.cpp, tests/test_optim.cpp.
 #include <algorithm>
+#include <atomic>
 
 #include "core/kernels/dispatch.h"
 #include "core/kernels/vectorize.h"
@@ -23,10 +24,15 @@ template <typename T>
     adamw_update_loop(param, grad, m, v, n, s);
 }
 
+std::atomic<int64_t> runs{0};
+
 } // namespace
+
+int64_t fast::adamw_update_all_runs() { return runs.load(std::memory_order_relaxed); }
 
 template <typename T>
 void fast::adamw_update_all(const std::vector<AdamWSlice<T>>& slices) {
+    runs.fetch_add(1, std::memory_order_relaxed);
     // start[i]: where slice i begins among all the elements end to end.
     std::vector<int64_t> start(slices.size() + 1, 0);
     for (size_t i = 0; i < slices.size(); ++i) start[i + 1] = start[i] + slices[i].n;

@@ -177,6 +177,7 @@ void gelu_erf_with_slope(const float* x, float* out, float* slope, int64_t n);
 // The slices' arrays must not overlap one another's.
 template <typename T>
 void adamw_update_all(const std::vector<AdamWSlice<T>>& slices);
+int64_t adamw_update_all_runs(); // how many times it has run (for the tests)
 
 // clip_grad_norm_'s 2-norm (kernels/sum_of_squares.cpp): for each
 // defined, contiguous float or double gradient g, total[i] = the sum of
