@@ -23,8 +23,12 @@
 
 enum { kTurns = 100000, kRounds = 9 };
 
-/* The line the two threads pass back and forth, alone in its 64 bytes. */
-static _Alignas(64) atomic_long turn;
+/* The line the two threads pass back and forth, alone in its 64 bytes.
+ * -1: the second thread could not run on its CPU. */
+static struct {
+    _Alignas(64) atomic_long value;
+    char rest[64 - sizeof(atomic_long)];
+} turn;
 
 static double now(void) {
     struct timespec t;
@@ -39,15 +43,36 @@ static int pin(int cpu) {
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
-/* The second thread: answers each odd turn with the next even one. */
+/* The second thread: answers each odd turn with the next even one, from
+ * turn 0 (a first exchange before the clock starts) to kTurns. */
 static void* answer(void* arg) {
-    pin(*(const int*)arg); /* main checked that it may run there */
-    for (long i = 0; i < kTurns; ++i) {
-        while (atomic_load_explicit(&turn, memory_order_acquire) != 2 * i + 1) {
+    if (pin(*(const int*)arg) != 0) {
+        atomic_store(&turn.value, -1);
+        return NULL;
+    }
+    for (long i = 0; i <= kTurns; ++i) {
+        while (atomic_load_explicit(&turn.value, memory_order_acquire) != 2 * i + 1) {
         }
-        atomic_store_explicit(&turn, 2 * i + 2, memory_order_release);
+        atomic_store_explicit(&turn.value, 2 * i + 2, memory_order_release);
     }
     return NULL;
+}
+
+/* Turn i from this side: pass the line, wait for it back. 0 if the other
+ * thread gave up. */
+static int exchange(long i) {
+    atomic_store_explicit(&turn.value, 2 * i + 1, memory_order_release);
+    long seen;
+    while ((seen = atomic_load_explicit(&turn.value, memory_order_acquire)) != 2 * i + 2)
+        if (seen == -1) return 0;
+    return 1;
+}
+
+/* A CPU number, or -1. */
+static int cpu_of(const char* text) {
+    char* end;
+    const long cpu = strtol(text, &end, 10);
+    return *text != '\0' && *end == '\0' && cpu >= 0 && cpu < CPU_SETSIZE ? (int)cpu : -1;
 }
 
 static int compare(const void* a, const void* b) {
@@ -57,8 +82,8 @@ static int compare(const void* a, const void* b) {
 
 int main(int argc, char** argv) {
     int cpus[2] = {0, 1};
-    if (argc == 3) cpus[0] = atoi(argv[1]), cpus[1] = atoi(argv[2]);
-    else if (argc != 1) {
+    if (argc == 3) cpus[0] = cpu_of(argv[1]), cpus[1] = cpu_of(argv[2]);
+    if ((argc != 1 && argc != 3) || cpus[0] < 0 || cpus[1] < 0) {
         fprintf(stderr, "usage: core_round_trip [CPU CPU]\n");
         return 2;
     }
@@ -69,24 +94,25 @@ int main(int argc, char** argv) {
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return 1;
     for (int i = 0; i < 2; ++i)
-        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE || !CPU_ISSET(cpus[i], &allowed)) {
+        if (!CPU_ISSET(cpus[i], &allowed)) {
             fprintf(stderr, "core_round_trip: cannot run on CPU %d\n", cpus[i]);
             return 1;
         }
     if (pin(cpus[0]) != 0) return 1;
     double ns[kRounds];
     for (int r = 0; r < kRounds; ++r) {
-        atomic_store(&turn, 0);
+        atomic_store(&turn.value, 0);
         pthread_t other;
         if (pthread_create(&other, NULL, answer, &cpus[1]) != 0) return 1;
+        int ok = exchange(0); /* the other thread is up and pinned */
         const double start = now();
-        for (long i = 0; i < kTurns; ++i) {
-            atomic_store_explicit(&turn, 2 * i + 1, memory_order_release);
-            while (atomic_load_explicit(&turn, memory_order_acquire) != 2 * i + 2) {
-            }
-        }
+        for (long i = 1; ok && i <= kTurns; ++i) ok = exchange(i);
         ns[r] = (now() - start) / kTurns * 1e9;
         pthread_join(other, NULL);
+        if (!ok) {
+            fprintf(stderr, "core_round_trip: cannot run on CPU %d\n", cpus[1]);
+            return 1;
+        }
     }
     qsort(ns, kRounds, sizeof ns[0], compare);
     printf("{\"name\":\"core_round_trip\",\"cpus\":[%d,%d],\"ns\":%.0f}\n", cpus[0], cpus[1], ns[kRounds / 2]);

@@ -76,7 +76,10 @@ def round_trip(program):
     probe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(program))), "bench", "core_round_trip")
     if not os.path.exists(probe):
         return None
-    r = subprocess.run([probe], capture_output=True, text=True)
+    try:
+        r = subprocess.run([probe], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None
     m = re.search(r'"ns":(\d+)', r.stdout)
     return int(m.group(1)) if r.returncode == 0 and m else None
 

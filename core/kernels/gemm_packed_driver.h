@@ -312,9 +312,9 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
 // (split by rows too) left them, in the same core's cache; by columns each
 // thread reads every row, half of them from the other core. Whole
 // macbook runs at two threads on a Zen 4 were 1% faster without it while
-// a cache line took 55-60 ns from one vCPU to the other and the other
-// back, and 5% faster in a pair of runs while it took 320 ns (the host
-// placing the two vCPUs far apart).
+// a cache line took 55-60 ns from one vCPU to the other and back (a
+// scratch ping-pong), and 5% faster in a pair of runs while it took 320
+// ns (the host placing the two vCPUs far apart; docs/performance.md).
 inline constexpr int64_t kHalvesTiles = 8;
 
 // How many products have been cut in halves since the program started, and
