@@ -23,8 +23,9 @@
 
 enum { kTurns = 100000, kRounds = 9 };
 
-/* The line the two threads pass back and forth, alone in its 64 bytes.
- * -1: the second thread could not run on its CPU. */
+/* The line the two threads pass back and forth, alone in its 64 bytes:
+ * 0 until the second thread is up, then 1 (or -1: it could not run on its
+ * CPU), then 2i and 2i + 1 for turn i. */
 static struct {
     _Alignas(64) atomic_long value;
     char rest[64 - sizeof(atomic_long)];
@@ -43,29 +44,20 @@ static int pin(int cpu) {
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
-/* The second thread: answers each odd turn with the next even one, from
- * turn 0 (a first exchange before the clock starts) to kTurns. */
+/* The second thread: says whether it runs where it should, then answers
+ * each turn 2i with 2i + 1. */
 static void* answer(void* arg) {
     if (pin(*(const int*)arg) != 0) {
         atomic_store(&turn.value, -1);
         return NULL;
     }
-    for (long i = 0; i <= kTurns; ++i) {
-        while (atomic_load_explicit(&turn.value, memory_order_acquire) != 2 * i + 1) {
+    atomic_store(&turn.value, 1);
+    for (long i = 1; i <= kTurns; ++i) {
+        while (atomic_load_explicit(&turn.value, memory_order_acquire) != 2 * i) {
         }
-        atomic_store_explicit(&turn.value, 2 * i + 2, memory_order_release);
+        atomic_store_explicit(&turn.value, 2 * i + 1, memory_order_release);
     }
     return NULL;
-}
-
-/* Turn i from this side: pass the line, wait for it back. 0 if the other
- * thread gave up. */
-static int exchange(long i) {
-    atomic_store_explicit(&turn.value, 2 * i + 1, memory_order_release);
-    long seen;
-    while ((seen = atomic_load_explicit(&turn.value, memory_order_acquire)) != 2 * i + 2)
-        if (seen == -1) return 0;
-    return 1;
 }
 
 /* A CPU number, or -1. */
@@ -104,12 +96,18 @@ int main(int argc, char** argv) {
         atomic_store(&turn.value, 0);
         pthread_t other;
         if (pthread_create(&other, NULL, answer, &cpus[1]) != 0) return 1;
-        int ok = exchange(0); /* the other thread is up and pinned */
+        long ready; /* the clock starts once the other thread is up and pinned */
+        while ((ready = atomic_load(&turn.value)) == 0) {
+        }
         const double start = now();
-        for (long i = 1; ok && i <= kTurns; ++i) ok = exchange(i);
+        for (long i = 1; ready == 1 && i <= kTurns; ++i) {
+            atomic_store_explicit(&turn.value, 2 * i, memory_order_release);
+            while (atomic_load_explicit(&turn.value, memory_order_acquire) != 2 * i + 1) {
+            }
+        }
         ns[r] = (now() - start) / kTurns * 1e9;
         pthread_join(other, NULL);
-        if (!ok) {
+        if (ready != 1) {
             fprintf(stderr, "core_round_trip: cannot run on CPU %d\n", cpus[1]);
             return 1;
         }

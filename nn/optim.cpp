@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/autograd/autograd.h"
@@ -179,9 +180,8 @@ void AdamW::step() {
     // updates, all parameters together (update_all). The state is kept
     // aside until the updates have run, so that a step that throws (out of
     // memory) changes nothing.
-    std::vector<size_t> updated;
-    std::vector<State> next;   // the updated parameters' states after this step
-    std::vector<Tensor> grads; // each update's gradient, kept alive until it has run
+    std::vector<std::pair<size_t, State>> next; // each updated parameter's index and state after this step
+    std::vector<Tensor> grads;                  // each update's gradient, kept alive until it has run
     std::vector<internal::AdamWSlice<float>> floats;
     std::vector<internal::AdamWSlice<double>> doubles;
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -222,17 +222,16 @@ void AdamW::step() {
             if constexpr (std::is_same_v<T, float>) floats.push_back(slice);
             else doubles.push_back(slice);
         });
-        updated.push_back(i);
-        next.push_back(std::move(s));
+        next.emplace_back(i, std::move(s));
     }
     // Decided before the first update, so that nothing can throw between them.
     const bool fast = internal::use_fast_kernels();
     const bool floats_together = fast && !slices_overlap(floats), doubles_together = fast && !slices_overlap(doubles);
     update_all(floats, floats_together);
     update_all(doubles, doubles_together);
-    for (size_t k = 0; k < updated.size(); ++k) {
-        state_[updated[k]] = std::move(next[k]);
-        internal::bump_version(params_[updated[k]]);
+    for (auto& [i, s] : next) {
+        state_[i] = std::move(s);
+        internal::bump_version(params_[i]);
     }
 }
 
