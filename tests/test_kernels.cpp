@@ -86,8 +86,10 @@ TEST_CASE("scaled_masked_softmax's fast rows give the bits of the plain loop", "
 TEST_CASE("layer_norm's fast rows give the bits of the plain loop", "[kernels][layer_norm]") {
     manual_seed(3);
     // 15 rows (one partial block of 16), 100 rows of 48 (blocks, two
-    // threads), long rows; with and without weight and bias.
-    for (Shape shape : {Shape{3, 5, 32}, Shape{100, 48}, Shape{7, 300}, Shape{64, 40, 64}})
+    // threads), long rows, rows of 5 and 13 (sums that are all or partly
+    // row_sum's last n % 8 terms, and loops with a remainder in the AVX2
+    // copy); with and without weight and bias.
+    for (Shape shape : {Shape{3, 5, 32}, Shape{100, 48}, Shape{7, 300}, Shape{64, 40, 64}, Shape{9, 5}, Shape{11, 13}})
         for (DType dtype : {kFloat32, kFloat64})
             for (int affine = 0; affine < 3; ++affine) {
                 const int64_t n = shape.back();

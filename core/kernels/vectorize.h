@@ -17,8 +17,8 @@
 // one on 8 lanes instead of 4: the build passes -ffp-contract=off, and the
 // "avx2" target does not enable FMA, so no multiply and add are fused.
 // Marked where a copy measured faster (docs/performance.md): softmax's rows,
-// the fused attention softmax's backward, cross-entropy, LayerNorm's weight
-// and bias gradients, AdamW's update. Where the loops are shared with the
+// the fused attention softmax's backward, cross-entropy, LayerNorm's rows
+// and its weight and bias gradients, AdamW's update. Where the loops are shared with the
 // definition through a header (core/ops/softmax.h, ...), the marked function
 // is also [[gnu::flatten]], so that they are inlined into each copy.
 
