@@ -27,8 +27,8 @@
 // lecture size) with a fresh mmap and unmaps them on free, so every step the
 // kernel hands out new pages and zeroes each one on first touch; small blocks
 // go through glibc's aligned allocation path and the merging of freed blocks.
-// Both showed in profiles of a training step (docs/performance.md, "A buffer
-// cache"); a hit here is a mutex and a vector pop.
+// Both showed in profiles of a training step (docs/training.md, "What made
+// ember fast here"); a hit here is a mutex and a vector pop.
 //
 // The rule. A released buffer is kept, and the next request of its size
 // takes it back (the one released last: its memory is the likeliest to still

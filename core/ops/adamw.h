@@ -1,7 +1,8 @@
 // The loop that defines AdamW's update of one parameter (nn/optim.cpp's
 // AdamW::step runs it): included there and by the fast copy
-// (core/kernels/adamw.cpp), which runs this same function on slices of the
-// parameter in several threads, so the two give the same bits. Private.
+// (core/kernels/adamw.cpp), which runs this same function on slices of a
+// step's parameters, taken end to end, in several threads, so the two give
+// the same bits. Private.
 // Tests: tests/test_optim.cpp, tests/test_kernels.cpp.
 #pragma once
 
