@@ -88,28 +88,35 @@ inline int64_t seen_of(int64_t first, int64_t r, int64_t cols) {
 //   m' = max(m, max_c s_c);  s_c = e^(s_c - m');  a = e^(m - m')
 //   l = l a + (lane sum of s);   o *= a;  m = m'
 // A row whose scores are all -inf so far (m' = -inf) gets weights 0 and
-// keeps its m, l and o. The lane sum's last step, its 16 lanes added one
-// after another, is a chain of dependent adds that would stall each row; it runs
-// in a second loop over the rows instead, where the chains of neighbouring
-// rows overlap. The same adds in the same order: the same bits.
+// keeps its m, l and o. Each row's maximum must be known before its
+// exponentials start, and the lane sum's last step, its 16 lanes added one
+// after another, is a chain of dependent adds: either would stall each row
+// if the row ran start to finish. So the maxima of all the rows come first,
+// then the exponentials, then the lane sums' last steps, each a loop over
+// the rows in which neighbouring rows overlap. The same operations in the
+// same order for each row: the same bits.
 template <typename T>
 [[gnu::always_inline]] inline void online_softmax_step(T* s, int64_t rows, int64_t cols, int64_t first, int64_t ld,
                                                        T* m, T* l, T* o, int64_t Ev) {
     const T neg_inf = -std::numeric_limits<T>::infinity();
-    T lanes[kBlock][kLanes], alpha[kBlock];
+    T lanes[kBlock][kLanes], alpha[kBlock], m_new[kBlock];
     for (int64_t r = 0; r < rows; ++r) {
         T* p = s + r * ld;
         const int64_t seen = seen_of(first, r, cols);
         for (int64_t c = seen; c < cols; ++c) p[c] = 0;
-        const T m_new = lane_max(m[r], p, seen);
-        if (m_new == neg_inf) { // every key so far masked out: nothing to add yet
+        m_new[r] = lane_max(m[r], p, seen);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+        T* p = s + r * ld;
+        const int64_t seen = seen_of(first, r, cols);
+        if (m_new[r] == neg_inf) { // every key so far masked out: nothing to add yet
             for (int64_t c = 0; c < seen; ++c) p[c] = 0;
             continue;
         }
-        alpha[r] = exponential(m[r] - m_new);
-        for (int64_t c = 0; c < seen; ++c) p[c] = exponential(p[c] - m_new);
+        alpha[r] = exponential(m[r] - m_new[r]);
+        for (int64_t c = 0; c < seen; ++c) p[c] = exponential(p[c] - m_new[r]);
         lane_partials(p, seen, lanes[r]);
-        m[r] = m_new;
+        m[r] = m_new[r];
     }
     for (int64_t r = 0; r < rows; ++r) {
         if (m[r] == neg_inf) continue; // the rows left alone above
