@@ -642,3 +642,49 @@ TEST_CASE("GELU's fast exact form gives the bits of its definition, forward and 
         return std::vector<Tensor>{y.detach(), x.grad()};
     });
 }
+
+TEST_CASE("a Linear's two gradient products on two threads give the bits of the two products", "[kernels][matmul]") {
+    manual_seed(9);
+    // internal::fast::linear_gradients against the two internal::fast::gemm calls it stands for
+    // (Note [A Linear's gradients on two threads]): dW summed over the first
+    // half of the rows by one thread and continued over the rest by the
+    // other has the bits of one product over all of them. Cases: the
+    // macbook preset's four Linears and its lm_head; an odd number of rows
+    // (thread 0 takes one more) and a weight read through transposed
+    // strides; out just above kDotRows (5); three that stay two products:
+    // out = kDotRows, and 9 rows (halves of 5 and 4) with W^T's strides,
+    // where the half of 4 rows would run the dot products, which add C at
+    // the end; and a product too small to share.
+    struct Case {
+        int64_t rows, out, in;
+        bool w_transposed, split;
+    };
+    const std::vector<Case> cases = {{768, 384, 128, false, true}, {768, 128, 128, false, true},
+                                     {768, 512, 128, false, true}, {768, 128, 512, false, true},
+                                     {768, 65, 128, false, true},  {301, 130, 70, true, true},
+                                     {400, 5, 300, false, true},   {400, 4, 400, false, false},
+                                     {9, 300, 300, true, false},   {40, 16, 16, false, false}};
+    const int threads = get_num_threads();
+    for (const Case& c : cases) {
+        INFO("rows " << c.rows << ", out " << c.out << ", in " << c.in << (c.w_transposed ? ", W^T's strides" : ""));
+        Tensor g = randn({c.rows, c.out}), x = randn({c.rows, c.in});
+        Tensor w = c.w_transposed ? randn({c.in, c.out}).t() : randn({c.out, c.in});
+        const internal::MatrixRef<const float> mg{g.data_ptr<float>(), c.rows, c.out, c.out, 1};
+        const internal::MatrixRef<const float> mw{w.data_ptr<float>(), c.out, c.in, w.stride(0), w.stride(1)};
+        const internal::MatrixRef<const float> mx{x.data_ptr<float>(), c.rows, c.in, c.in, 1};
+        Tensor dx = empty({c.rows, c.in}), dw = empty({c.out, c.in});
+        Tensor dx_two = empty({c.rows, c.in}), dw_two = empty({c.out, c.in});
+        set_num_threads(2);
+        internal::fast::gemm(mg, mw, {dx.data_ptr<float>(), c.rows, c.in, c.in, 1}, false);
+        internal::fast::gemm({g.data_ptr<float>(), c.out, c.rows, 1, c.out}, mx,
+                             {dw.data_ptr<float>(), c.out, c.in, c.in, 1}, false);
+        const int64_t runs = internal::fast::linear_gradients_runs();
+        internal::fast::linear_gradients(mg, mw, mx, {dx_two.data_ptr<float>(), c.rows, c.in, c.in, 1},
+                                         {dw_two.data_ptr<float>(), c.out, c.in, c.in, 1});
+        const int64_t split = internal::fast::linear_gradients_runs() - runs;
+        set_num_threads(threads); // before REQUIRE, which ends the case when it fails
+        require_equal(dx_two, dx, "dx");
+        require_equal(dw_two, dw, "dw");
+        REQUIRE(split == (c.split ? 1 : 0));
+    }
+}

@@ -79,6 +79,16 @@ namespace fast {
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate);
 
+// linear's two gradient products (kernels/gemm.cpp), from g = dy (rows,
+// out), the weight w (out, in) and the input x (rows, in): dx = g @ w and
+// dw = g^T @ x, the bits of those two fast::gemm calls. On two threads
+// each thread takes dw's sums over its own half of the rows, one after the
+// other, and its own rows of dx (Note [A Linear's gradients on two
+// threads]). linear_gradients_runs counts the calls that did (for tests).
+void linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, MatrixRef<const float> x, MatrixRef<float> dx,
+                      MatrixRef<float> dw);
+int64_t linear_gradients_runs();
+
 // softmax and scaled_masked_softmax on `rows` contiguous rows of n > 0
 // (kernels/softmax.cpp): the row functions of core/ops/softmax.h, for short
 // rows their operations on several rows at once: the same bits. out may be

@@ -9,6 +9,7 @@
 #include "core/kernels/gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "core/kernels/dispatch.h"
@@ -168,6 +169,65 @@ void fast::gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<fl
 void fast::gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, bool accumulate) {
     blocked(a, b, c, accumulate);
 }
+
+// Note [A Linear's gradients on two threads]. linear's backward makes two
+// products from G = dy (rows, out): dx = G @ W, a row of dx from each row
+// of G, and dW = G^T @ x, each element of dW a sum over all the rows. Two
+// threads cut each product in halves, and every other step of a training
+// step cuts its rows of tokens in two at the same place, so each thread's
+// rows of x and G were written by that thread and sit in its core's cache.
+// dx's halves read only those; dW's halves (its rows of out) read all the
+// tokens, half of them from the other core, which costs most where the
+// host put the two cores far apart (docs/matmul.md has the measurement).
+//
+// So on two threads the two products go together, in two rounds. First,
+// thread 0 sums dW over its own tokens while thread 1 computes its own
+// rows of dx; then thread 0 computes its rows of dx while thread 1 adds
+// its own tokens' terms to dW. Each thread reads only its own tokens
+// (and all of W); dW, out x in floats, is all that crosses. Both rounds
+// hold equal work (out x in x rows/2 multiply-adds a thread). Every kernel
+// sums each element of C in increasing k from C's start value, storing and
+// reloading it exactly between blocks of k, so dW summed over the first
+// rows and then continued over the rest has the bits of one product over
+// all of them (tests/test_kernels.cpp checks it). Not where a product
+// would have kDotRows rows or fewer (out, or half the rows): the dot
+// products that may run there sum in 16 lanes and add C at the end.
+namespace {
+std::atomic<int64_t> linear_gradients_split{0}; // calls that took the two rounds (for the tests)
+} // namespace
+
+void fast::linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, MatrixRef<const float> x,
+                            MatrixRef<float> dx, MatrixRef<float> dw) {
+    const int64_t rows = g.rows, out = g.cols, in = w.cols;
+    const auto rows_of = [](auto m, int64_t r0, int64_t r1) {
+        return decltype(m){&m.at(r0, 0), r1 - r0, m.cols, m.row_stride, m.col_stride};
+    };
+    // G^T over the rows [r0, r1): (out, r1 - r0).
+    const auto g_t = [&](int64_t r0, int64_t r1) {
+        return MatrixRef<const float>{&g.at(r0, 0), out, r1 - r0, g.col_stride, g.row_stride};
+    };
+    const auto dx_rows = [&](int64_t r0, int64_t r1) { fast::gemm(rows_of(g, r0, r1), w, rows_of(dx, r0, r1), false); };
+    const auto dw_over = [&](int64_t r0, int64_t r1, bool accumulate) {
+        fast::gemm(g_t(r0, r1), rows_of(x, r0, r1), dw, accumulate);
+    };
+    const int64_t cut = (rows + 1) / 2; // where parallel_for cuts the rows
+    if (get_num_threads() != 2 || out <= kDotRows || rows - cut <= kDotRows ||
+        rows * out * in <= 2 * kGemmParallelWork) {
+        dx_rows(0, rows);
+        dw_over(0, rows, false);
+        return;
+    }
+    linear_gradients_split.fetch_add(1, std::memory_order_relaxed);
+    parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
+        if (begin == 0) dw_over(0, cut, false);
+        if (end == 2) dx_rows(cut, rows);
+    });
+    parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
+        if (begin == 0) dx_rows(0, cut);
+        if (end == 2) dw_over(cut, rows, true);
+    });
+}
+int64_t fast::linear_gradients_runs() { return linear_gradients_split.load(std::memory_order_relaxed); }
 
 void copy_to_row_major(MatrixRef<const float> m, float* out) {
     if constexpr (kX86Tiles) {

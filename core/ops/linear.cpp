@@ -7,6 +7,7 @@
 // (out, in) layout, so the optimiser's gradient needs no transposing copy.
 // nn::Linear (nn/linear.h) runs it. Tests: tests/test_matmul.cpp.
 #include "core/autograd/autograd.h"
+#include "core/kernels/dispatch.h"
 #include "core/loops/map.h"
 #include "core/ops/matmul.h"
 #include "core/ops/ops.h"
@@ -84,6 +85,17 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                    Tensor dw = need_w ? empty_for("linear", {out, in}, g.dtype()) : Tensor();
                    dispatch_floating(g.dtype(), "linear", [&]<typename T>(TypeTag<T>) {
                        const T* pg = data_of<T>(g);
+                       if constexpr (internal::kFastKernelsBuilt && std::is_same_v<T, float>) {
+                           if (need_x && need_w && internal::use_fast_kernels()) { // the same two products
+                               const Tensor& w = ws.get();
+                               internal::fast::linear_gradients({pg, rows, out, out, 1},
+                                                                {data_of<T>(w), out, in, w.stride(0), w.stride(1)},
+                                                                {data_of<T>(xs.get()), rows, in, in, 1},
+                                                                {dx.data_ptr<T>(), rows, in, in, 1},
+                                                                {dw.data_ptr<T>(), out, in, in, 1});
+                               return;
+                           }
+                       }
                        if (need_x) {
                            const Tensor& w = ws.get();
                            gemm(MatrixRef<const T>{pg, rows, out, out, 1},
