@@ -88,13 +88,19 @@ TEST_CASE("layer_norm's fast rows give the bits of the plain loop", "[kernels][l
     // 15 rows (one partial block of 16), 100 rows of 48 (blocks, two
     // threads), long rows, rows of 5 and 13 (sums that are all or partly
     // row_sum's last n % 8 terms, and loops with a remainder in the AVX2
-    // copy); with and without weight and bias.
-    for (Shape shape : {Shape{3, 5, 32}, Shape{100, 48}, Shape{7, 300}, Shape{64, 40, 64}, Shape{9, 5}, Shape{11, 13}})
+    // copy); with and without weight and bias. 2,560 rows of 64 and 1,001
+    // of 40 (the first thread one row more) are enough rows for the
+    // backward in two parts (Note [LayerNorm's backward on two threads]),
+    // where there is a weight or a bias.
+    for (Shape shape : {Shape{3, 5, 32}, Shape{100, 48}, Shape{7, 300}, Shape{64, 40, 64}, Shape{9, 5}, Shape{11, 13},
+                        Shape{1001, 40}})
         for (DType dtype : {kFloat32, kFloat64})
             for (int affine = 0; affine < 3; ++affine) {
                 const int64_t n = shape.back();
                 Tensor x = randn(shape, dtype) * 3 + 1, g = randn(shape, dtype);
                 Tensor w = affine > 0 ? randn({n}, dtype) : Tensor(), b = affine > 1 ? randn({n}, dtype) : Tensor();
+                const int64_t runs = internal::fast::layer_norm_backward_two_part_runs();
+                const bool two_parts = affine > 0 && x.numel() / n >= 1001;
                 require_same_bits("layer_norm " + shape_str(shape) + " affine " + std::to_string(affine), [&] {
                     Tensor xl = leaf(x);
                     Tensor wl = w.defined() ? leaf(w) : Tensor(), bl = b.defined() ? leaf(b) : Tensor();
@@ -105,6 +111,7 @@ TEST_CASE("layer_norm's fast rows give the bits of the plain loop", "[kernels][l
                     if (bl.defined()) out.push_back(bl.grad());
                     return out;
                 });
+                REQUIRE(internal::fast::layer_norm_backward_two_part_runs() - runs == (two_parts ? 1 : 0));
             }
 }
 

@@ -121,14 +121,19 @@ void cross_entropy_backward(const T* x, const int64_t* targets, int64_t n, int64
 
 // layer_norm (kernels/layer_norm.cpp): the functions of
 // core/ops/layer_norm.h run in another order of rows and columns (rows in
-// blocks, dweight and dbias split by columns between threads): the same
-// bits. Arguments as in core/ops/layer_norm.cpp's forward and backward.
+// blocks; dweight and dbias summed over the first half of the rows by one
+// thread and continued over the rest by the other, or split by columns
+// between threads): the same bits. Arguments as in
+// core/ops/layer_norm.cpp's forward and backward.
 template <typename T>
 void layer_norm_forward(const T* x, const T* weight, const T* bias, double eps, int64_t rows, int64_t n, T* y,
                         double* mean, double* rstd);
 template <typename T>
 void layer_norm_backward(const T* dout, const T* x, const T* weight, const double* mean, const double* rstd,
                          int64_t rows, int64_t n, T* dx, T* dweight, T* dbias);
+// How many backwards ran in two parts on two threads (Note [LayerNorm's
+// backward on two threads]), for the tests.
+int64_t layer_norm_backward_two_part_runs();
 
 // dropout (kernels/dropout.cpp): the op's result for 0 < p < 1 in training,
 // with the bits of its definition (core/ops/dropout.cpp) forward and

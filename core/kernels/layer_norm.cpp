@@ -8,12 +8,17 @@
 // a division, a second sum, a square root, a division); with short rows
 // (C = 32 at the tiny size) that chain, not the arithmetic, set the pace when
 // each row ran start to finish. Kept apart, the chains of neighbouring rows
-// overlap in the CPU. The weight and bias gradients, sums over rows, are
-// split between threads by columns. All of it is compiled for AVX2 too
-// (vectorize.h): its arithmetic in double then takes 4 lanes a vector, not 2.
+// overlap in the CPU. The weight and bias gradients, sums over rows, go in
+// two parts on two threads when dx is computed too (Note [LayerNorm's
+// backward on two threads]), and are otherwise split between threads by
+// columns. All of it is compiled for AVX2 too (vectorize.h): its
+// arithmetic in double then takes 4 lanes a vector, not 2.
 #include "core/ops/layer_norm.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
 
 #include "core/kernels/dispatch.h"
 #include "core/kernels/vectorize.h"
@@ -24,6 +29,8 @@ namespace ember::internal {
 namespace {
 
 constexpr int64_t kRowBlock = 16;
+
+std::atomic<int64_t> two_part_backwards{0}; // backward_in_two_parts's runs (for the tests)
 
 // Rows [begin, end) of the forward, compiled for AVX2 too; flatten inlines
 // the shared loops into each copy.
@@ -54,6 +61,60 @@ template <typename T>
     }
 }
 
+// Rows [r0, r1) added to the running sums of every column, sw and sb
+// (add_to_column_sums), compiled for AVX2 too.
+template <typename T>
+[[gnu::flatten]] EMBER_VECTOR_CLONES void column_sums(const T* dout, const T* x, const double* mean, const double* rstd,
+                                                      int64_t r0, int64_t r1, int64_t n, double* sw, double* sb) {
+    add_to_column_sums(dout, x, mean, rstd, r0, r1, n, 0, n, sw, sb);
+}
+
+// Note [LayerNorm's backward on two threads]. dx is a row of its own per
+// row, and each thread computes the rows it computed in the forward, in
+// its own core's cache. dweight and dbias sum over all the rows: split by
+// columns, each thread reads every row, half of them from the other core
+// (slow where the host put the two cores far apart). So with dx to
+// compute as well, the sums go in two parts: thread 0 adds its own rows to
+// the running sums of every column, then computes its rows of dx; thread
+// 1 computes its rows of dx, then (by then thread 0's part is done, since
+// the sums cost less than dx) continues the same sums over its own rows.
+// Whichever thread is done first then helps with thread 0's rows of dx, a
+// block of rows at a time. Each sum still runs over the rows in increasing
+// order, in double, from one part to the next: the same bits.
+template <typename T>
+void backward_in_two_parts(const T* dout, const T* x, const T* weight, const double* mean, const double* rstd,
+                           int64_t rows, int64_t n, T* dx, T* dweight, T* dbias) {
+    std::vector<double> sw(static_cast<size_t>(n), 0.0), sb(sw);
+    const int64_t cut = (rows + 1) / 2; // where parallel_for cuts the rows
+    std::atomic<int64_t> next{0};       // the next block of rows [0, cut) of dx to compute
+    std::atomic<bool> first_part{false};
+    const auto first_rows_of_dx = [&] {
+        for (int64_t r0; (r0 = next.fetch_add(kRowBlock, std::memory_order_relaxed)) < cut;)
+            dx_rows(dout, x, weight, mean, rstd, r0, std::min(cut, r0 + kRowBlock), n, dx);
+    };
+    parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
+        if (end - begin == 2) { // the loop did not split (Note [Threads on a busy machine]): all of it here
+            column_sums(dout, x, mean, rstd, 0, rows, n, sw.data(), sb.data());
+            dx_rows(dout, x, weight, mean, rstd, 0, rows, n, dx);
+            return;
+        }
+        if (begin == 0) {
+            column_sums(dout, x, mean, rstd, 0, cut, n, sw.data(), sb.data());
+            first_part.store(true, std::memory_order_release);
+        } else {
+            dx_rows(dout, x, weight, mean, rstd, cut, rows, n, dx);
+            while (!first_part.load(std::memory_order_acquire)) std::this_thread::yield();
+            column_sums(dout, x, mean, rstd, cut, rows, n, sw.data(), sb.data());
+        }
+        first_rows_of_dx();
+    });
+    for (int64_t j = 0; j < n; ++j) {
+        if (dweight) dweight[j] = static_cast<T>(sw[j]);
+        if (dbias) dbias[j] = static_cast<T>(sb[j]);
+    }
+    two_part_backwards.fetch_add(1, std::memory_order_relaxed);
+}
+
 // The columns [begin, end) of dweight and dbias, compiled for AVX2 too.
 template <typename T>
 [[gnu::flatten]] EMBER_VECTOR_CLONES void columns(const T* dout, const T* x, const double* mean, const double* rstd,
@@ -78,6 +139,8 @@ template void fast::layer_norm_forward(const double*, const double*, const doubl
 template <typename T>
 void fast::layer_norm_backward(const T* dout, const T* x, const T* weight, const double* mean, const double* rstd,
                                int64_t rows, int64_t n, T* dx, T* dweight, T* dbias) {
+    if (dx && (dweight || dbias) && get_num_threads() == 2 && rows > grain_for(n) && rows >= 2 * kRowBlock)
+        return backward_in_two_parts(dout, x, weight, mean, rstd, rows, n, dx, dweight, dbias);
     if (dx)
         parallel_for(0, rows, grain_for(n),
                      [&](int64_t begin, int64_t end) { dx_rows(dout, x, weight, mean, rstd, begin, end, n, dx); });
@@ -93,5 +156,7 @@ template void fast::layer_norm_backward(const float*, const float*, const float*
                                         int64_t, float*, float*, float*);
 template void fast::layer_norm_backward(const double*, const double*, const double*, const double*, const double*,
                                         int64_t, int64_t, double*, double*, double*);
+
+int64_t fast::layer_norm_backward_two_part_runs() { return two_part_backwards.load(std::memory_order_relaxed); }
 
 } // namespace ember::internal

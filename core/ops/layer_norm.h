@@ -82,13 +82,13 @@ void dx_row(const T* dout, const T* x, const T* weight, int64_t n, double mean, 
     }
 }
 
-// Columns [begin, end) of dweight and dbias (either may be null), each
-// summed in double over all `rows` rows, in increasing row order.
+// Rows [r0, r1) added, in increasing row order, to the running sums of
+// columns [begin, end): sw[j - begin] of dout * xhat (dweight's) and
+// sb[j - begin] of dout (dbias's), in double.
 template <typename T>
-void dweight_dbias_columns(const T* dout, const T* x, const double* mean, const double* rstd, int64_t rows, int64_t n,
-                           int64_t begin, int64_t end, T* dweight, T* dbias) {
-    std::vector<double> sw(static_cast<size_t>(end - begin), 0.0), sb(sw);
-    for (int64_t r = 0; r < rows; ++r) {
+void add_to_column_sums(const T* dout, const T* x, const double* mean, const double* rstd, int64_t r0, int64_t r1,
+                        int64_t n, int64_t begin, int64_t end, double* sw, double* sb) {
+    for (int64_t r = r0; r < r1; ++r) {
         const T* g = dout + r * n;
         const T* xr = x + r * n;
         const double m = mean[r], s = rstd[r];
@@ -98,6 +98,15 @@ void dweight_dbias_columns(const T* dout, const T* x, const double* mean, const 
             sb[j - begin] += gj;
         }
     }
+}
+
+// Columns [begin, end) of dweight and dbias (either may be null), each
+// summed in double over all `rows` rows, in increasing row order.
+template <typename T>
+void dweight_dbias_columns(const T* dout, const T* x, const double* mean, const double* rstd, int64_t rows, int64_t n,
+                           int64_t begin, int64_t end, T* dweight, T* dbias) {
+    std::vector<double> sw(static_cast<size_t>(end - begin), 0.0), sb(sw);
+    add_to_column_sums(dout, x, mean, rstd, 0, rows, n, begin, end, sw.data(), sb.data());
     for (int64_t j = begin; j < end; ++j) {
         if (dweight) dweight[j] = static_cast<T>(sw[j - begin]);
         if (dbias) dbias[j] = static_cast<T>(sb[j - begin]);
