@@ -45,6 +45,14 @@ void require_same_bits(const std::string& what, const std::function<std::vector<
 // A leaf with x's values that requires grad.
 Tensor leaf(const Tensor& x) { return x.detach().clone().requires_grad_(); }
 
+// Exactly two threads for a scope (as in CI), for kernels that take
+// another path on two threads than on more.
+struct TwoThreads {
+    int threads = get_num_threads();
+    TwoThreads() { set_num_threads(std::min(2, max_num_threads())); }
+    ~TwoThreads() { set_num_threads(threads); }
+};
+
 } // namespace
 
 TEST_CASE("softmax's fast rows give the bits of the plain loop", "[kernels][softmax]") {
@@ -91,7 +99,8 @@ TEST_CASE("layer_norm's fast rows give the bits of the plain loop", "[kernels][l
     // copy); with and without weight and bias. 2,560 rows of 64 and 1,001
     // of 40 (the first thread one row more) are enough rows for the
     // backward in two parts (Note [LayerNorm's backward on two threads]),
-    // where there is a weight or a bias.
+    // where there is a weight or a bias (on exactly two threads).
+    TwoThreads two;
     for (Shape shape : {Shape{3, 5, 32}, Shape{100, 48}, Shape{7, 300}, Shape{64, 40, 64}, Shape{9, 5}, Shape{11, 13},
                         Shape{1001, 40}})
         for (DType dtype : {kFloat32, kFloat64})
@@ -652,16 +661,18 @@ TEST_CASE("GELU's fast exact form gives the bits of its definition, forward and 
 
 TEST_CASE("a Linear's two gradient products on two threads give the bits of the two products", "[kernels][matmul]") {
     manual_seed(9);
-    // internal::fast::linear_gradients against the two internal::fast::gemm calls it stands for
+    // fast::linear_gradients against the two fast::gemm calls it stands for
     // (Note [A Linear's gradients on two threads]): dW summed over the first
     // half of the rows by one thread and continued over the rest by the
     // other has the bits of one product over all of them. Cases: the
     // macbook preset's four Linears and its lm_head; an odd number of rows
     // (thread 0 takes one more) and a weight read through transposed
-    // strides; out just above kDotRows (5); three that stay two products:
+    // strides; in = 68 (C's last columns an edge tile's, which adds to C);
+    // out just above kDotRows (5); three that stay two products:
     // out = kDotRows, and 9 rows (halves of 5 and 4) with W^T's strides,
     // where the half of 4 rows would run the dot products, which add C at
-    // the end; and a product too small to share.
+    // the end; and a product too small to share. With each tile (the
+    // AVX-512 one takes k in blocks of 512, the AVX2 one 256).
     struct Case {
         int64_t rows, out, in;
         bool w_transposed, split;
@@ -669,29 +680,34 @@ TEST_CASE("a Linear's two gradient products on two threads give the bits of the 
     const std::vector<Case> cases = {{768, 384, 128, false, true}, {768, 128, 128, false, true},
                                      {768, 512, 128, false, true}, {768, 128, 512, false, true},
                                      {768, 65, 128, false, true},  {301, 130, 70, true, true},
-                                     {400, 5, 300, false, true},   {400, 4, 400, false, false},
-                                     {9, 300, 300, true, false},   {40, 16, 16, false, false}};
-    const int threads = get_num_threads();
-    for (const Case& c : cases) {
-        INFO("rows " << c.rows << ", out " << c.out << ", in " << c.in << (c.w_transposed ? ", W^T's strides" : ""));
-        Tensor g = randn({c.rows, c.out}), x = randn({c.rows, c.in});
-        Tensor w = c.w_transposed ? randn({c.in, c.out}).t() : randn({c.out, c.in});
-        const internal::MatrixRef<const float> mg{g.data_ptr<float>(), c.rows, c.out, c.out, 1};
-        const internal::MatrixRef<const float> mw{w.data_ptr<float>(), c.out, c.in, w.stride(0), w.stride(1)};
-        const internal::MatrixRef<const float> mx{x.data_ptr<float>(), c.rows, c.in, c.in, 1};
-        Tensor dx = empty({c.rows, c.in}), dw = empty({c.out, c.in});
-        Tensor dx_two = empty({c.rows, c.in}), dw_two = empty({c.out, c.in});
-        set_num_threads(2);
-        internal::fast::gemm(mg, mw, {dx.data_ptr<float>(), c.rows, c.in, c.in, 1}, false);
-        internal::fast::gemm({g.data_ptr<float>(), c.out, c.rows, 1, c.out}, mx,
-                             {dw.data_ptr<float>(), c.out, c.in, c.in, 1}, false);
-        const int64_t runs = internal::fast::linear_gradients_runs();
-        internal::fast::linear_gradients(mg, mw, mx, {dx_two.data_ptr<float>(), c.rows, c.in, c.in, 1},
-                                         {dw_two.data_ptr<float>(), c.out, c.in, c.in, 1});
-        const int64_t split = internal::fast::linear_gradients_runs() - runs;
-        set_num_threads(threads); // before REQUIRE, which ends the case when it fails
-        require_equal(dx_two, dx, "dx");
-        require_equal(dw_two, dw, "dw");
-        REQUIRE(split == (c.split ? 1 : 0));
+                                     {300, 130, 68, false, true},  {400, 5, 300, false, true},
+                                     {400, 4, 400, false, false},  {9, 300, 300, true, false},
+                                     {40, 16, 16, false, false}};
+    using internal::GemmTile;
+    using internal::MatrixRef;
+    namespace fast = internal::fast;
+    TwoThreads two;
+    for (GemmTile tile : {GemmTile::kAvx2, GemmTile::kAvx512, GemmTile::kPortable}) {
+        internal::GemmTileGuard guard(tile);
+        for (const Case& c : cases) {
+            INFO("tile " << static_cast<int>(tile) << ", rows " << c.rows << ", out " << c.out << ", in " << c.in
+                         << (c.w_transposed ? ", W^T's strides" : ""));
+            Tensor g = randn({c.rows, c.out}), x = randn({c.rows, c.in});
+            Tensor w = c.w_transposed ? randn({c.in, c.out}).t() : randn({c.out, c.in});
+            const MatrixRef<const float> mg{g.data_ptr<float>(), c.rows, c.out, c.out, 1};
+            const MatrixRef<const float> mw{w.data_ptr<float>(), c.out, c.in, w.stride(0), w.stride(1)};
+            const MatrixRef<const float> mx{x.data_ptr<float>(), c.rows, c.in, c.in, 1};
+            Tensor dx = empty({c.rows, c.in}), dw = empty({c.out, c.in});
+            Tensor dx_two = empty({c.rows, c.in}), dw_two = empty({c.out, c.in});
+            fast::gemm(mg, mw, {dx.data_ptr<float>(), c.rows, c.in, c.in, 1}, false);
+            fast::gemm({g.data_ptr<float>(), c.out, c.rows, 1, c.out}, mx, {dw.data_ptr<float>(), c.out, c.in, c.in, 1},
+                       false);
+            const int64_t runs = fast::linear_gradients_runs();
+            fast::linear_gradients(mg, mw, mx, {dx_two.data_ptr<float>(), c.rows, c.in, c.in, 1},
+                                   {dw_two.data_ptr<float>(), c.out, c.in, c.in, 1});
+            require_equal(dx_two, dx, "dx");
+            require_equal(dw_two, dw, "dw");
+            REQUIRE(fast::linear_gradients_runs() - runs == (c.split ? 1 : 0));
+        }
     }
 }

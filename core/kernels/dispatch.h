@@ -84,7 +84,9 @@ void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double
 // dw = g^T @ x, the bits of those two fast::gemm calls. On two threads
 // each thread takes dw's sums over its own half of the rows, one after the
 // other, and its own rows of dx (Note [A Linear's gradients on two
-// threads]). linear_gradients_runs counts the calls that did (for tests).
+// threads]). linear_gradients_runs counts the calls that took that path
+// (for the tests; its loops may still run on one thread, Note [Threads on
+// a busy machine]).
 void linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, MatrixRef<const float> x, MatrixRef<float> dx,
                       MatrixRef<float> dw);
 int64_t linear_gradients_runs();
@@ -131,8 +133,8 @@ void layer_norm_forward(const T* x, const T* weight, const T* bias, double eps, 
 template <typename T>
 void layer_norm_backward(const T* dout, const T* x, const T* weight, const double* mean, const double* rstd,
                          int64_t rows, int64_t n, T* dx, T* dweight, T* dbias);
-// How many backwards ran in two parts on two threads (Note [LayerNorm's
-// backward on two threads]), for the tests.
+// How many backwards took the two-part path on two threads (Note
+// [LayerNorm's backward on two threads]), for the tests.
 int64_t layer_norm_backward_two_part_runs();
 
 // dropout (kernels/dropout.cpp): the op's result for 0 < p < 1 in training,

@@ -174,7 +174,7 @@ void fast::gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<
 // products from G = dy (rows, out): dx = G @ W, a row of dx from each row
 // of G, and dW = G^T @ x, each element of dW a sum over all the rows. Two
 // threads cut each product in halves, and every other step of a training
-// step cuts its rows of tokens in two at the same place, so each thread's
+// step cuts its rows of tokens in two at (nearly) the same place, so each thread's
 // rows of x and G were written by that thread and sit in its core's cache.
 // dx's halves read only those; dW's halves (its rows of out) read all the
 // tokens, half of them from the other core, which costs most where the

@@ -99,7 +99,12 @@ void backward_in_two_parts(const T* dout, const T* x, const T* weight, const dou
             return;
         }
         if (begin == 0) {
-            column_sums(dout, x, mean, rstd, 0, cut, n, sw.data(), sb.data());
+            try {
+                column_sums(dout, x, mean, rstd, 0, cut, n, sw.data(), sb.data());
+            } catch (...) { // (it cannot throw today) never leave thread 1 waiting: parallel_for rethrows this
+                first_part.store(true, std::memory_order_release);
+                throw;
+            }
             first_part.store(true, std::memory_order_release);
         } else {
             dx_rows(dout, x, weight, mean, rstd, cut, rows, n, dx);
