@@ -35,7 +35,8 @@ before each run this prints how long a cache line takes from CPU 0 to
 CPU 1 and back (build/bench/core_round_trip; Linux). Tens of nanoseconds
 is two cores that share a cache; hundreds is two far apart, where
 ember's two threads, which hand data to each other at every parallel
-loop, train about a quarter slower (docs/performance.md).
+loop, train slower (about a tenth on a 2-core Zen 4 host:
+docs/performance.md).
 
 PyTorch must multiply through OpenBLAS (Debian's libopenblas0-pthread):
 with the reference BLAS it runs at a few GFLOP/s and the ratio lies; the
