@@ -99,13 +99,12 @@ void backward_in_two_parts(const T* dout, const T* x, const T* weight, const dou
             return;
         }
         if (begin == 0) {
-            try {
-                column_sums(dout, x, mean, rstd, 0, cut, n, sw.data(), sb.data());
-            } catch (...) { // (it cannot throw today) never leave thread 1 waiting: parallel_for rethrows this
-                first_part.store(true, std::memory_order_release);
-                throw;
-            }
-            first_part.store(true, std::memory_order_release);
+            // Set on the way out, even by a throw (parallel_for rethrows it): thread 1 never waits forever.
+            struct Done {
+                std::atomic<bool>& flag;
+                ~Done() { flag.store(true, std::memory_order_release); }
+            } done{first_part};
+            column_sums(dout, x, mean, rstd, 0, cut, n, sw.data(), sb.data());
         } else {
             dx_rows(dout, x, weight, mean, rstd, cut, rows, n, dx);
             while (!first_part.load(std::memory_order_acquire)) std::this_thread::yield();
@@ -113,10 +112,7 @@ void backward_in_two_parts(const T* dout, const T* x, const T* weight, const dou
         }
         first_rows_of_dx();
     });
-    for (int64_t j = 0; j < n; ++j) {
-        if (dweight) dweight[j] = static_cast<T>(sw[j]);
-        if (dbias) dbias[j] = static_cast<T>(sb[j]);
-    }
+    store_column_sums(sw.data(), sb.data(), 0, n, dweight, dbias);
     two_part_backwards.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -100,6 +100,16 @@ void add_to_column_sums(const T* dout, const T* x, const double* mean, const dou
     }
 }
 
+// The sums of columns [begin, end), rounded to T, into dweight and dbias
+// (either may be null).
+template <typename T>
+void store_column_sums(const double* sw, const double* sb, int64_t begin, int64_t end, T* dweight, T* dbias) {
+    for (int64_t j = begin; j < end; ++j) {
+        if (dweight) dweight[j] = static_cast<T>(sw[j - begin]);
+        if (dbias) dbias[j] = static_cast<T>(sb[j - begin]);
+    }
+}
+
 // Columns [begin, end) of dweight and dbias (either may be null), each
 // summed in double over all `rows` rows, in increasing row order.
 template <typename T>
@@ -107,10 +117,7 @@ void dweight_dbias_columns(const T* dout, const T* x, const double* mean, const 
                            int64_t begin, int64_t end, T* dweight, T* dbias) {
     std::vector<double> sw(static_cast<size_t>(end - begin), 0.0), sb(sw);
     add_to_column_sums(dout, x, mean, rstd, 0, rows, n, begin, end, sw.data(), sb.data());
-    for (int64_t j = begin; j < end; ++j) {
-        if (dweight) dweight[j] = static_cast<T>(sw[j - begin]);
-        if (dbias) dbias[j] = static_cast<T>(sb[j - begin]);
-    }
+    store_column_sums(sw.data(), sb.data(), begin, end, dweight, dbias);
 }
 
 } // namespace ember::internal
