@@ -668,7 +668,9 @@ TEST_CASE("a Linear's two gradient products on two threads give the bits of the 
     // macbook preset's four Linears and its lm_head; an odd number of rows
     // (thread 0 takes one more) and a weight read through transposed
     // strides; in = 68 (C's last columns an edge tile's, which adds to C);
-    // out just above kDotRows (5); three that stay two products:
+    // out just above kDotRows (5); dW 16 columns wide (thread 0 sums all
+    // of it in one part) and 17 (a second part of one column); three that
+    // stay two products:
     // out = kDotRows, and 9 rows (halves of 5 and 4) with W^T's strides,
     // where the half of 4 rows would run the dot products, which add C at
     // the end; and a product too small to share. With each tile (the
@@ -681,6 +683,7 @@ TEST_CASE("a Linear's two gradient products on two threads give the bits of the 
                                      {768, 512, 128, false, true}, {768, 128, 512, false, true},
                                      {768, 65, 128, false, true},  {301, 130, 70, true, true},
                                      {300, 130, 68, false, true},  {400, 5, 300, false, true},
+                                     {4000, 10, 16, false, true},  {2000, 20, 17, true, true},
                                      {400, 4, 400, false, false},  {9, 300, 300, true, false},
                                      {40, 16, 16, false, false}};
     using internal::GemmTile;
