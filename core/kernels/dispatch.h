@@ -84,9 +84,9 @@ void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double
 // dw = g^T @ x, the bits of those two fast::gemm calls. On two threads
 // each thread takes dw's sums over its own half of the rows (thread 0's
 // first, thread 1 continuing them) and its own rows of dx (Note [A
-// Linear's gradients on two threads]). linear_gradients_runs counts the calls that took that path
-// (for the tests; its loops may still run on one thread, Note [Threads on
-// a busy machine]).
+// Linear's gradients on two threads]). linear_gradients_runs counts the
+// calls that took that path (for the tests; its loops may still run on
+// one thread, Note [Threads on a busy machine]).
 void linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, MatrixRef<const float> x, MatrixRef<float> dx,
                       MatrixRef<float> dw);
 int64_t linear_gradients_runs();

@@ -195,9 +195,11 @@ void fast::gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<
 // Linears, a 2-core Zen 4), and the other thread waited. A whole call now
 // takes 5% to 11% less. The cut is by dW's columns, not its rows, so
 // that each part packs only its own columns of x (by rows, each would pack
-// all of them); G^T is read where it lies in a part at most 128 columns
-// wide (block_rows in gemm_packed_driver.h), and packed by each part only
-// in wider ones.
+// all of them); G^T, where a part is few panels wide, is read where it
+// lies (block_rows in gemm_packed_driver.h). While thread 1 waits for a
+// part it spins inside its timed chunk, which the busy-machine policy
+// counts as work (Note [Threads on a busy machine]); it waits only when
+// thread 0 is late.
 //
 // Every kernel sums each element of C in increasing k from C's start
 // value, storing and reloading it exactly between blocks of k, so dW
@@ -230,34 +232,35 @@ void fast::linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, 
         dw_over(0, in, 0, rows, false);
         return;
     }
-    // dW's left columns [0, left): a whole number of 16-column panels near
-    // half (all of dW when in is 16 or less).
-    const int64_t left = in > 16 ? (in / 2 + 15) / 16 * 16 : in;
+    // dW's left columns [0, left): a multiple of 16 near half (all of dW
+    // when in is 16 or less).
+    const int64_t left = in > 16 ? std::max<int64_t>(16, (in / 2 + 8) / 16 * 16) : in;
     linear_gradients_split.fetch_add(1, std::memory_order_relaxed);
-    std::atomic<bool> left_begun{false}, right_begun{false}; // thread 0's sums over its tokens are done
+    std::atomic<bool> left_ready{false}, right_ready{false}; // thread 0's sums over its tokens are done
     parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
         if (begin == 0) {
-            // Each set on the way out, even by a throw (parallel_for
-            // rethrows it): thread 1 never waits forever.
-            struct Done {
+            // Each flag set on the way out, even by a throw (parallel_for
+            // rethrows it): thread 1 never waits forever. The right part's
+            // guard is made first, so that a throw in the left part sets both.
+            struct Ready {
                 std::atomic<bool>& flag;
-                ~Done() { flag.store(true, std::memory_order_release); }
+                ~Ready() { flag.store(true, std::memory_order_release); }
             };
             {
-                Done done{left_begun};
-                dw_over(0, left, 0, cut, false);
-            }
-            {
-                Done done{right_begun};
+                Ready right_part{right_ready};
+                {
+                    Ready left_part{left_ready};
+                    dw_over(0, left, 0, cut, false);
+                }
                 if (left < in) dw_over(left, in, 0, cut, false);
             }
             dx_rows(0, cut);
         }
         if (end == 2) { // thread 1, or the calling thread after thread 0's part when the loop did not split
             dx_rows(cut, rows);
-            while (!left_begun.load(std::memory_order_acquire)) std::this_thread::yield();
+            while (!left_ready.load(std::memory_order_acquire)) std::this_thread::yield();
             dw_over(0, left, cut, rows, true);
-            while (!right_begun.load(std::memory_order_acquire)) std::this_thread::yield();
+            while (!right_ready.load(std::memory_order_acquire)) std::this_thread::yield();
             if (left < in) dw_over(left, in, cut, rows, true);
         }
     });
