@@ -45,14 +45,6 @@ void require_same_bits(const std::string& what, const std::function<std::vector<
 // A leaf with x's values that requires grad.
 Tensor leaf(const Tensor& x) { return x.detach().clone().requires_grad_(); }
 
-// Exactly two threads for a scope (as in CI), for kernels that take
-// another path on two threads than on more.
-struct TwoThreads {
-    int threads = get_num_threads();
-    TwoThreads() { set_num_threads(std::min(2, max_num_threads())); }
-    ~TwoThreads() { set_num_threads(threads); }
-};
-
 } // namespace
 
 TEST_CASE("softmax's fast rows give the bits of the plain loop", "[kernels][softmax]") {

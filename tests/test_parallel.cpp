@@ -9,10 +9,12 @@
 #include <thread>
 #include <vector>
 
+#include "check.h"
 #include "ember.h"
 
 using namespace ember;
 using internal::ThreadPolicy;
+using testing::TwoThreads;
 
 namespace {
 
@@ -125,20 +127,6 @@ TEST_CASE("parallel_for covers the range once, in or out of the serial stretch",
     set_num_threads(threads);
 }
 
-// Two threads (as in CI) with the policy off, so that the team really splits.
-struct TwoThreads {
-    int threads = get_num_threads();
-    bool adaptive = adaptive_threads();
-    TwoThreads() {
-        set_num_threads(std::min(2, max_num_threads()));
-        set_adaptive_threads(false);
-    }
-    ~TwoThreads() {
-        set_adaptive_threads(adaptive);
-        set_num_threads(threads);
-    }
-};
-
 TEST_CASE("parallel_team's shares cover a range once, and a barrier waits for every thread", "[parallel]") {
     TwoThreads two;
     const int64_t n = 1001;
@@ -198,5 +186,36 @@ TEST_CASE("a step that throws in one thread skips the later steps and is rethrow
         };
         CHECK_THROWS_AS(parallel_team(split, team_work), std::length_error);
         CHECK(later_steps.load() == 0);
+    }
+}
+
+TEST_CASE("a part's guard marks it done on the way out, by a throw too, and the other thread waits for it",
+          "[parallel]") {
+    TwoThreads two;
+    // Thread 0 writes a value under a guard, then throws; thread 1 waits for
+    // the part and must see the value. parallel_for rethrows the throw.
+    // (Without OpenMP both chunks run in turn on this thread, and a throw
+    // in the first leaves the second undone.)
+    for (bool throws : {false, true}) {
+        PartDone part;
+        int written = 0, seen = -1;
+        bool split = false;
+        auto two_chunks = [&] {
+            parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
+                if (begin == 0) {
+                    split = end == 1;
+                    PartDone::Guard guard(part);
+                    written = 42;
+                    if (throws) throw std::runtime_error("part failed");
+                }
+                if (end == 2) {
+                    part.wait();
+                    seen = written;
+                }
+            });
+        };
+        if (throws) CHECK_THROWS_AS(two_chunks(), std::runtime_error);
+        else two_chunks();
+        if (split || !throws) CHECK(seen == 42);
     }
 }

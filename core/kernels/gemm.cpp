@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 #include <vector>
 
 #include "core/kernels/dispatch.h"
@@ -175,8 +174,9 @@ void fast::gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<
 // products from G = dy (rows, out): dx = G @ W, a row of dx from each row
 // of G, and dW = G^T @ x, each element of dW a sum over all the rows. Two
 // threads cut each product in halves, and every other step of a training
-// step cuts its rows of tokens in two at (nearly) the same place, so each thread's
-// rows of x and G were written by that thread and sit in its core's cache.
+// step cuts its rows of tokens in two at (nearly) the same place, so each
+// thread's rows of x and G were written by that thread and sit in its
+// core's cache.
 // dx's halves read only those; dW's halves (its rows of out) read all the
 // tokens, half of them from the other core, which costs most where the
 // host put the two cores far apart (docs/matmul.md has the measurement).
@@ -236,20 +236,14 @@ void fast::linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, 
     // when in is 16 or less).
     const int64_t left = in > 16 ? std::max<int64_t>(16, (in / 2 + 8) / 16 * 16) : in;
     linear_gradients_split.fetch_add(1, std::memory_order_relaxed);
-    std::atomic<bool> left_ready{false}, right_ready{false}; // thread 0's sums over its tokens are done
+    PartDone left_part, right_part; // thread 0's sums over its tokens
     parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
         if (begin == 0) {
-            // Each flag set on the way out, even by a throw (parallel_for
-            // rethrows it): thread 1 never waits forever. The right part's
-            // guard is made first, so that a throw in the left part sets both.
-            struct Ready {
-                std::atomic<bool>& flag;
-                ~Ready() { flag.store(true, std::memory_order_release); }
-            };
             {
-                Ready right_part{right_ready};
+                // The right part's guard first: a throw in the left part marks both done.
+                PartDone::Guard right_guard(right_part);
                 {
-                    Ready left_part{left_ready};
+                    PartDone::Guard left_guard(left_part);
                     dw_over(0, left, 0, cut, false);
                 }
                 if (left < in) dw_over(left, in, 0, cut, false);
@@ -258,9 +252,9 @@ void fast::linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, 
         }
         if (end == 2) { // thread 1, or the calling thread after thread 0's part when the loop did not split
             dx_rows(cut, rows);
-            while (!left_ready.load(std::memory_order_acquire)) std::this_thread::yield();
+            left_part.wait();
             dw_over(0, left, cut, rows, true);
-            while (!right_ready.load(std::memory_order_acquire)) std::this_thread::yield();
+            right_part.wait();
             if (left < in) dw_over(left, in, cut, rows, true);
         }
     });

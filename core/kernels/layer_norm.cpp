@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 #include <vector>
 
 #include "core/kernels/dispatch.h"
@@ -87,7 +86,7 @@ void backward_in_two_parts(const T* dout, const T* x, const T* weight, const dou
     std::vector<double> sw(static_cast<size_t>(n), 0.0), sb(sw);
     const int64_t cut = (rows + 1) / 2; // where parallel_for cuts the rows
     std::atomic<int64_t> next{0};       // the next block of rows [0, cut) of dx to compute
-    std::atomic<bool> first_part{false};
+    PartDone first_part;                // thread 0's sums over its rows
     const auto first_rows_of_dx = [&] {
         for (int64_t r0; (r0 = next.fetch_add(kRowBlock, std::memory_order_relaxed)) < cut;)
             dx_rows(dout, x, weight, mean, rstd, r0, std::min(cut, r0 + kRowBlock), n, dx);
@@ -99,15 +98,11 @@ void backward_in_two_parts(const T* dout, const T* x, const T* weight, const dou
             return;
         }
         if (begin == 0) {
-            // Set on the way out, even by a throw (parallel_for rethrows it): thread 1 never waits forever.
-            struct Done {
-                std::atomic<bool>& flag;
-                ~Done() { flag.store(true, std::memory_order_release); }
-            } done{first_part};
+            PartDone::Guard guard(first_part);
             column_sums(dout, x, mean, rstd, 0, cut, n, sw.data(), sb.data());
         } else {
             dx_rows(dout, x, weight, mean, rstd, cut, rows, n, dx);
-            while (!first_part.load(std::memory_order_acquire)) std::this_thread::yield();
+            first_part.wait();
             column_sums(dout, x, mean, rstd, cut, rows, n, sw.data(), sb.data());
         }
         first_rows_of_dx();

@@ -1,6 +1,7 @@
-// Thread control, the parallel loop every op and kernel uses, and a team of
-// threads for work in dependent steps (the packed matrix product). Public:
-// a custom op may split its work the same way.
+// Thread control, the parallel loop every op and kernel uses, a team of
+// threads for work in dependent steps (the packed matrix product), and a
+// part of the work one thread hands to another (PartDone). Public: a
+// custom op may split its work the same way.
 //
 // parallel_for splits [begin, end) into contiguous chunks, one per thread,
 // only when the range holds more than `grain` items: small tensors run on
@@ -8,7 +9,7 @@
 // items that is. Chunks own disjoint outputs, so results never depend on the
 // thread count. Without OpenMP (meson -Dopenmp=disabled) everything runs
 // serially. Tests: the thread-count cases of tests/test_matmul.cpp and
-// tests/test_softmax.cpp, the policy's and the team's cases in
+// tests/test_softmax.cpp, the policy's, the team's and PartDone's cases in
 // tests/test_parallel.cpp, and every test again in CI's serial build.
 //
 // Note [Threads on a busy machine]. OpenMP's threads spin while they wait
@@ -36,6 +37,7 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <thread>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -233,6 +235,34 @@ private:
     Shared& shared_;
     int64_t thread_, threads_;
     bool in_region_;
+};
+
+// One thread telling another that a part of the work is done, inside a
+// parallel_for whose two chunks hand work to each other (a Linear's
+// gradients, LayerNorm's backward: core/kernels/). The thread doing the
+// part holds a guard while it works, which marks the part done when it
+// goes out of scope, by a throw too (parallel_for rethrows it), so that
+// the waiting thread never waits forever; the other thread waits (spinning,
+// and giving up its core to others meanwhile) before it reads what the
+// part wrote. Release and acquire order the two.
+class PartDone {
+public:
+    class Guard {
+    public:
+        explicit Guard(PartDone& part) : part_(part) {}
+        ~Guard() { part_.done_.store(true, std::memory_order_release); }
+        Guard(const Guard&) = delete;
+        Guard& operator=(const Guard&) = delete;
+
+    private:
+        PartDone& part_;
+    };
+    void wait() const {
+        while (!done_.load(std::memory_order_acquire)) std::this_thread::yield();
+    }
+
+private:
+    std::atomic<bool> done_{false};
 };
 
 template <typename F>

@@ -3,6 +3,7 @@
 // a finite-difference gradient check). tests/README.md shows how to use them.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -35,6 +36,25 @@ std::vector<float> pattern_values(int64_t n, uint32_t seed);
 // number of pages): what the storage and buffer cache tests allocate.
 constexpr size_t kPage = 4096;
 inline Tensor block(size_t bytes) { return empty({static_cast<int64_t>(bytes / sizeof(float))}); }
+
+// Exactly two threads for a scope (as in CI), with the busy-machine policy
+// off (Note [Threads on a busy machine]), so that parallel loops really
+// split: for kernels that take another path on two threads than on one or
+// on more, and for the tests of parallel_for and parallel_team themselves.
+struct TwoThreads {
+    int threads = get_num_threads();
+    bool adaptive = adaptive_threads();
+    TwoThreads() {
+        set_num_threads(std::min(2, max_num_threads()));
+        set_adaptive_threads(false);
+    }
+    ~TwoThreads() {
+        set_adaptive_threads(adaptive);
+        set_num_threads(threads);
+    }
+    TwoThreads(const TwoThreads&) = delete;
+    TwoThreads& operator=(const TwoThreads&) = delete;
+};
 
 using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
