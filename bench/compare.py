@@ -23,7 +23,7 @@ it choose. --json appends raw results to a file, and --table prints the
 table of such a file, so a long comparison can run in parts.
 
 A number is the median over rounds of each run's median. The table gives
-GFLOP/s for products and attention, tokens/s and peak resident memory (MB)
+GFLOP/s for products and attention, billions of elements/s for GELU, tokens/s and peak resident memory (MB)
 for training steps, and the ratios ember/peer (above 1: ember is faster;
 for memory, ember's share of the peer's).
 
@@ -146,7 +146,7 @@ def print_table(results, names, threads, have_torch, rounds):
     for name in names:
         train = name.startswith("train_")
         per_token = train or name.startswith("generate_")
-        key = "tokens_per_s" if per_token else "gflops"
+        key = "tokens_per_s" if per_token else "gelements" if name.startswith("gelu_") else "gflops"
         torch_best = None
         if have_torch:
             options = [(metric(name, "PyTorch", t, key), t) for t in (1, 2)]
@@ -155,8 +155,9 @@ def print_table(results, names, threads, have_torch, rounds):
             e = metric(name, "ember", t, key)
             b = metric(name, "OpenBLAS", t, key)
             p = torch_best[0] if torch_best else None
-            p_text = f"{fmt(p, 0 if train else 1)} ({torch_best[1]})" if p is not None else "-"
-            row = [name, str(t), fmt(e, 0 if train else 1), fmt(b), ratio(e, b), p_text, ratio(e, p)]
+            digits = 0 if train else 2 if name.startswith("gelu_") else 1
+            p_text = f"{fmt(p, digits)} ({torch_best[1]})" if p is not None else "-"
+            row = [name, str(t), fmt(e, digits), fmt(b), ratio(e, b), p_text, ratio(e, p)]
             if train:
                 em = metric(name, "ember", t, "peak_rss_mb")
                 pm = metric(name, "PyTorch", torch_best[1], "peak_rss_mb") if torch_best else None
@@ -168,7 +169,8 @@ def print_table(results, names, threads, have_torch, rounds):
     for coretype in sorted(coretypes):  # OpenBLAS (and PyTorch through it) held to one CPU's kernels
         print(f"\nOPENBLAS_CORETYPE={coretype} was set: the peers ran OpenBLAS's {coretype} kernels, not those it "
               "would pick for this CPU.")
-    print(f"\nUnits: GFLOP/s for products and attention, tokens/s for train_* and generate_*; medians of {rounds} "
+    print(f"\nUnits: GFLOP/s for products and attention, billions of elements/s for gelu_*, tokens/s for train_* "
+          f"and generate_*; medians of {rounds} "
           "interleaved rounds. Memory ratio: ember's peak RSS as a share of PyTorch's.")
 
 

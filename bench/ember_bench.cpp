@@ -15,6 +15,9 @@
 //   attn_*    attention forward (scores, causal mask, softmax, weights @ v) and
 //             its backward, with autograd
 //   sdpa_*    the same attention as one scaled_dot_product_attention
+//   gelu_*    the exact GELU of nanoGPT's MLP at the macbook preset's size,
+//             (12,64,512): forward alone (no_grad, as an evaluation runs it),
+//             and forward and backward with autograd
 //   generate_* sampling from the fast GPT of the small or the lecture's size,
 //             one sequence, with the key/value cache or without it (_nocache)
 //   train_*   a whole training step of gpt.py's GPT (forward, cross-entropy,
@@ -255,6 +258,35 @@ void bench_attention(const Options& o, const Attention& a, bool forward, bool ba
                   {runs[runs.size() / 2], runs.front()});
 }
 
+// ---- GELU -------------------------------------------------------------------------------------
+
+// The exact GELU (nn::GELU, nanoGPT's MLP) on (12,64,512), the macbook
+// preset's hidden layer: gelu_fwd_macbook under no_grad, gelu_bwd_macbook
+// the forward (which then also computes the slope) and the backward.
+// Billions of elements a second.
+void bench_gelu(const Options& o, bool forward, bool backward) {
+    Tensor x = (randn({12, 64, 512}) * 2).requires_grad_();
+    Tensor dout = randn({12, 64, 512});
+    const int64_t n = x.numel();
+    const int repeat = o.repeat ? o.repeat : 200;
+    auto print = [&](const char* name, Timing t) {
+        std::printf("{\"name\":\"%s\",\"kind\":\"elementwise\",\"elements\":%lld,\"threads\":%d,\"ms\":%.4f,"
+                    "\"ms_best\":%.4f,\"gelements\":%.3f,\"gelements_best\":%.3f}\n",
+                    name, (long long)n, get_num_threads(), t.median_s * 1e3, t.best_s * 1e3, n / t.median_s * 1e-9,
+                    n / t.best_s * 1e-9);
+        std::fflush(stdout);
+    };
+    if (forward) {
+        NoGradGuard no_grad;
+        print("gelu_fwd_macbook", time_it(repeat, [&] { Tensor y = gelu(x); }));
+    }
+    if (backward)
+        print("gelu_bwd_macbook", time_it(repeat, [&] {
+                  x.zero_grad();
+                  gelu(x).backward(dout);
+              }));
+}
+
 // ---- training step --------------------------------------------------------------------------
 
 struct TrainConfig {
@@ -462,6 +494,7 @@ int main(int argc, char** argv) {
     for (const char* prefix : {"attn_", "sdpa_"})
         for (const auto& a : kAttention)
             names.push_back(prefix + ("fwd_" + a.name)), names.push_back(prefix + ("bwd_" + a.name));
+    names.push_back("gelu_fwd_macbook"), names.push_back("gelu_bwd_macbook");
     for (const auto& c : kTrain) names.push_back(c.name);
     for (const auto& c : kGenerate) names.push_back(c.name);
     if (list) {
@@ -495,6 +528,8 @@ int main(int argc, char** argv) {
             if (selected(o, fwd) || selected(o, bwd))
                 bench_attention(o, a, selected(o, fwd), selected(o, bwd), prefix[0] == 's');
         }
+    if (selected(o, "gelu_fwd_macbook") || selected(o, "gelu_bwd_macbook"))
+        bench_gelu(o, selected(o, "gelu_fwd_macbook"), selected(o, "gelu_bwd_macbook"));
     for (const auto& c : kGenerate)
         if (selected(o, c.name) && !o.child) bench_generate(o, c);
     for (const auto& c : kTrain) {

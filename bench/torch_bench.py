@@ -3,9 +3,9 @@
 
 The same entry names, shapes, models and JSON lines as bench/ember_bench.cpp:
 products through torch.matmul, attention forward and backward through the
-same ops as ember's BatchedMultiHeadAttention, and a training step of the
-lecture's GPT (tests/fixtures/torch_models.py, the model ember's tests match)
-with AdamW on random tokens. Each train entry runs in a fresh process so
+same ops as ember's BatchedMultiHeadAttention, the exact GELU (F.gelu), and
+a training step of the lecture's GPT (tests/fixtures/torch_models.py, the
+model ember's tests match) with AdamW on random tokens. Each train entry runs in a fresh process so
 that its peak memory is its own (that peak includes importing torch, as any
 PyTorch training script pays).
 
@@ -176,6 +176,27 @@ def bench_attention(args, name, batch, heads, T, hs, forward, backward):
                  runs[len(runs) // 2], runs[0])
 
 
+def bench_gelu(args, forward, backward):
+    x = (torch.randn(12, 64, 512) * 2).requires_grad_()
+    dout = torch.randn(12, 64, 512)
+    n = x.numel()
+    repeat = args.repeat or 200
+
+    def line(name, median, best):
+        emit(name=name, kind="elementwise", elements=n, threads=torch.get_num_threads(),
+             ms=round(median * 1e3, 4), ms_best=round(best * 1e3, 4),
+             gelements=round(n / median * 1e-9, 3), gelements_best=round(n / best * 1e-9, 3))
+
+    if forward:
+        with torch.no_grad():
+            line("gelu_fwd_macbook", *time_it(repeat, lambda: F.gelu(x)))
+    if backward:
+        def step():
+            x.grad = None
+            F.gelu(x).backward(dout)
+        line("gelu_bwd_macbook", *time_it(repeat, step))
+
+
 def bench_train(args, name, batch, block, n_embd, n_head, n_layer, dropout, lecture, steps):
     torch.manual_seed(1337)
     model = make_gpt(block, n_embd, n_head, n_layer, dropout, lecture, is_gpt2(name))
@@ -251,7 +272,7 @@ def main():
         return
     names = [p[0] for p in PRODUCTS] + ["bmm_" + a[0] for a in ATTENTION]
     names += [f"attn_{d}_{a[0]}" for a in ATTENTION for d in ("fwd", "bwd")] + [t[0] for t in TRAIN]
-    names += [g[0] for g in GENERATE]
+    names += ["gelu_fwd_macbook", "gelu_bwd_macbook"] + [g[0] for g in GENERATE]
     if args.list:
         print("\n".join(names))
         return
@@ -275,6 +296,8 @@ def main():
         fwd, bwd = selected("attn_fwd_" + a[0]), selected("attn_bwd_" + a[0])
         if fwd or bwd:
             bench_attention(args, *a, fwd, bwd)
+    if selected("gelu_fwd_macbook") or selected("gelu_bwd_macbook"):
+        bench_gelu(args, selected("gelu_fwd_macbook"), selected("gelu_bwd_macbook"))
     for g in GENERATE:
         if selected(g[0]) and not args.child:
             bench_generate(args, *g)

@@ -25,7 +25,8 @@ if sorted(seen) != sorted(expected):
     sys.exit(f"entries printed {seen}, expected {expected}")
 for line in lines:
     keys = {"train": ("tokens_per_s", "peak_rss_mb", "ms_per_step"),
-            "generate": ("tokens_per_s", "seconds")}.get(line["kind"], ("gflops", "ms"))
+            "generate": ("tokens_per_s", "seconds"),
+            "elementwise": ("gelements", "ms")}.get(line["kind"], ("gflops", "ms"))
     for key in keys:
         value = line.get(key)
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:

@@ -622,9 +622,11 @@ TEST_CASE("float64 batched products: the slice split gives the bits of one slice
 
 TEST_CASE("GELU's fast exact form gives the bits of its definition, forward and backward", "[kernels][gelu]") {
     manual_seed(8);
-    // 7 elements (the baseline tail only), 1000 (vector bodies and a tail),
-    // 300,000 (split between two threads); values across erf's seam at
-    // |x| / sqrt 2 = 0.875 and its clamp at 4, and beyond.
+    // 7 elements (the baseline tail only), 1000 (blocks of 64, vector bodies
+    // and a tail), 300,000 (split between two threads); values across erf's
+    // seam at |x| / sqrt 2 = 0.875 and its clamp at 4, and beyond. With a
+    // gradient to come the forward computes the slope as well; without one
+    // (no_grad, as an evaluation runs) it does not.
     for (int64_t n : {7, 1000, 300000}) {
         Tensor x0 = randn({n}) * 3;
         Tensor dout = randn({n});
@@ -633,6 +635,10 @@ TEST_CASE("GELU's fast exact form gives the bits of its definition, forward and 
             Tensor y = gelu(x);
             y.backward(dout);
             return std::vector<Tensor>{y.detach(), x.grad()};
+        });
+        require_same_bits("gelu under no_grad, " + std::to_string(n) + " elements", [&] {
+            NoGradGuard no_grad;
+            return std::vector<Tensor>{gelu(x0)};
         });
     }
     // The forward computes the slope gelu'(x) for the backward from the same

@@ -31,7 +31,13 @@ namespace ember::internal {
 //                tiny wherever that is large. a is clamped to 4: erfc(3.92)
 //                is below half a float's step at 1, so erf rounds to exactly
 //                1 from there on, infinities included. NaN passes through.
-inline float erf_float(float x) {
+//
+// Each piece is a function of its own, so that a loop over many elements can
+// take them one step at a time (gelu_erf_loop in core/ops/gelu.h says why);
+// erf_float is the three in a row.
+
+// The piece for |x| < 0.875: x P(x^2), as x + x (P(t) - 1).
+inline float erf_near_zero(float x) {
     const float t = x * x;
     float p = 8.67110139e-05f;
     p = p * t - 0.000821010908f;
@@ -40,8 +46,11 @@ inline float erf_float(float x) {
     p = p * t + 0.112837322f;
     p = p * t - 0.376126349f;
     p = p * t + 0.128379166f;
-    const float near_zero = x + x * p;
+    return x + x * p;
+}
 
+// The exponent of the other piece: erfc(a) = e^(g(a) - a^2), a = |x| clamped to 4.
+inline float erfc_exponent(float x) {
     const float abs_x = x < 0 ? -x : x;
     const float a = abs_x > 4.0f ? 4.0f : abs_x;
     const float s = a - 2.4f;
@@ -56,10 +65,19 @@ inline float erf_float(float x) {
     g = g * s + 0.059497945f;
     g = g * s - 0.364236593f;
     g = g * s - 1.52097511f;
-    const float tail = 1.0f - exp_float(g - a * a);
+    return g - a * a;
+}
+
+// erf(x) from the two pieces: near_zero = erf_near_zero(x) and
+// erfc_abs = e^erfc_exponent(x), which is erfc(|x|).
+inline float erf_from_pieces(float x, float near_zero, float erfc_abs) {
+    const float abs_x = x < 0 ? -x : x;
+    const float tail = 1.0f - erfc_abs;
     const float far = x < 0 ? -tail : tail;
     return abs_x < 0.875f ? near_zero : far;
 }
+
+inline float erf_float(float x) { return erf_from_pieces(x, erf_near_zero(x), exp_float(erfc_exponent(x))); }
 
 template <typename T>
 T error_function(T x) {
