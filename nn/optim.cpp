@@ -288,7 +288,7 @@ double sum_of_squares(const Tensor& g) {
 
 // Every gradient's sum of squares (0 for a missing one): by the
 // definition above, or with the fast kernels (core/kernels/sum_of_squares.cpp)
-// four chunks at a time with the same bits; a gradient that is not
+// eight chunks at a time with the same bits; a gradient that is not
 // contiguous always goes through the definition.
 std::vector<double> sums_of_squares(const std::vector<Tensor>& grads) {
     std::vector<double> total(grads.size(), 0.0);
