@@ -23,9 +23,10 @@ it choose. --json appends raw results to a file, and --table prints the
 table of such a file, so a long comparison can run in parts.
 
 A number is the median over rounds of each run's median. The table gives
-GFLOP/s for products and attention, billions of elements/s for GELU, tokens/s and peak resident memory (MB)
-for training steps, and the ratios ember/peer (above 1: ember is faster;
-for memory, ember's share of the peer's).
+GFLOP/s for products and attention, billions of elements/s for GELU,
+tokens/s and peak resident memory (MB) for training steps, and the ratios
+ember/peer (above 1: ember is faster; for memory, ember's share of the
+peer's).
 
 Only the Python standard library is used.
 """

@@ -579,15 +579,15 @@ TEST_CASE("AdamW updates all parameters in one loop only when none overlaps anot
 }
 
 TEST_CASE("clip_grad_norm_'s fast sums of squares give the bits of its definition", "[kernels][optim]") {
-    // Contiguous gradients of 1, 4, 5 and 11 of sum()'s 16,384-element
+    // Contiguous gradients of 1, 9, 5 and 11 of sum()'s 16,384-element
     // chunks (the float32 ones' 15 whole chunks make a group of eight, from
-    // three gradients, and seven alone; partial last chunks), a small one,
-    // a transposed one the kernel leaves to the definition, a missing one;
-    // float32 and float64.
+    // three gradients, and seven alone; the float64 one's nine a group and
+    // one alone; partial last chunks), a small one, a transposed one the
+    // kernel leaves to the definition, a missing one; float32 and float64.
     manual_seed(12);
     std::vector<Tensor> grads = {randn({7}),
                                  randn({16384}) * 1e-3,
-                                 randn({4, 16384}, kFloat64),
+                                 randn({9, 16384}, kFloat64),
                                  randn({5 * 16384 - 3}) * 40,
                                  randn({10 * 16384 + 77}),
                                  randn({700, 300}).t(),

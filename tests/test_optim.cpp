@@ -96,9 +96,10 @@ TEST_CASE("clip_grad_norm_'s 2-norm has the bits of its definition in tensor ops
     // in float64: at 1 and 2 threads, for gradients of one chunk of the sum
     // and of several (sum() adds 16,384 elements a chunk), a transposed one,
     // and float64. The fast kernel (core/kernels/sum_of_squares.cpp) sums
-    // four whole chunks of a contiguous gradient side by side: 10 chunks
-    // (two groups of four, then two alone, the last partial) and exactly
-    // four, in float64.
+    // eight whole chunks side by side, from any of the gradients of one
+    // dtype: here the float32 ones' 12 whole chunks make a group of eight
+    // (three of one gradient, five of another) and four alone, the float64
+    // ones' four whole chunks go alone, and the partial last chunks alone.
     manual_seed(11);
     const int threads = get_num_threads();
     for (int t : {1, std::min(2, max_num_threads())}) {

@@ -199,8 +199,9 @@ int64_t adamw_update_all_runs(); // how many times it has run (for the tests)
 // clip_grad_norm_'s 2-norm (kernels/sum_of_squares.cpp): for each
 // defined, contiguous float or double gradient g, total[i] = the sum of
 // double(g[j])^2 in the order sum() adds g's elements, as sum_of_squares in
-// nn/optim.cpp computes it: the same bits, four of sum()'s chunks side by
-// side, the chunks shared between threads. Other entries are left alone.
+// nn/optim.cpp computes it: the same bits, eight of sum()'s chunks (from
+// any of the gradients of one dtype) side by side, the groups shared between
+// threads. Other entries are left alone.
 void sums_of_squares(const std::vector<Tensor>& grads, std::vector<double>& total);
 
 // Storage's buffers (kernels/buffer_cache.cpp): a cache that keeps released
