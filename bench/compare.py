@@ -147,7 +147,8 @@ def print_table(results, names, threads, have_torch, rounds):
     for name in names:
         train = name.startswith("train_")
         per_token = train or name.startswith("generate_")
-        key = "tokens_per_s" if per_token else "gelements" if name.startswith("gelu_") else "gflops"
+        elementwise = name.startswith("gelu_")
+        key = "tokens_per_s" if per_token else "gelements" if elementwise else "gflops"
         torch_best = None
         if have_torch:
             options = [(metric(name, "PyTorch", t, key), t) for t in (1, 2)]
@@ -156,7 +157,7 @@ def print_table(results, names, threads, have_torch, rounds):
             e = metric(name, "ember", t, key)
             b = metric(name, "OpenBLAS", t, key)
             p = torch_best[0] if torch_best else None
-            digits = 0 if train else 2 if name.startswith("gelu_") else 1
+            digits = 0 if train else 2 if elementwise else 1
             p_text = f"{fmt(p, digits)} ({torch_best[1]})" if p is not None else "-"
             row = [name, str(t), fmt(e, digits), fmt(b), ratio(e, b), p_text, ratio(e, p)]
             if train:

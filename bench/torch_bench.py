@@ -5,9 +5,9 @@ The same entry names, shapes, models and JSON lines as bench/ember_bench.cpp:
 products through torch.matmul, attention forward and backward through the
 same ops as ember's BatchedMultiHeadAttention, the exact GELU (F.gelu), and
 a training step of the lecture's GPT (tests/fixtures/torch_models.py, the
-model ember's tests match) with AdamW on random tokens. Each train entry runs in a fresh process so
-that its peak memory is its own (that peak includes importing torch, as any
-PyTorch training script pays).
+model ember's tests match) with AdamW on random tokens. Each train entry
+runs in a fresh process so that its peak memory is its own (that peak
+includes importing torch, as any PyTorch training script pays).
 
     /usr/bin/python3 bench/torch_bench.py [--only NAME_OR_PREFIX] [--threads N] [--repeat N]
 

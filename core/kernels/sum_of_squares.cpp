@@ -35,25 +35,25 @@ struct Chunk {
 
 constexpr int64_t kSide = 8; // chunks summed side by side
 
-// The sums of squares of chunks[0, count), count <= kSide: side by side
-// when there are kSide whole ones, else one at a time.
+// The squares of kSide whole chunks, summed side by side: kSide
+// independent chains, each chunk's additions in its own order.
 template <typename T>
-void chunk_sums(const Chunk<T>* chunks, int64_t count) {
-    if (count == kSide && std::all_of(chunks, chunks + kSide, [](const Chunk<T>& c) { return c.n == kChunk; })) {
-        double acc[kSide] = {};
-        for (int64_t i = 0; i < kChunk; ++i)
-            for (int64_t g = 0; g < kSide; ++g) {
-                const double v = chunks[g].x[i];
-                acc[g] = acc[g] + v * v;
-            }
-        for (int64_t g = 0; g < kSide; ++g) *chunks[g].sum = acc[g];
-        return;
-    }
-    for (int64_t g = 0; g < count; ++g) {
-        double acc = 0;
-        for (int64_t i = 0; i < chunks[g].n; ++i) acc = acc + double(chunks[g].x[i]) * double(chunks[g].x[i]);
-        *chunks[g].sum = acc;
-    }
+void sum_side_by_side(const Chunk<T>* chunks) {
+    double acc[kSide] = {};
+    for (int64_t i = 0; i < kChunk; ++i)
+        for (int64_t g = 0; g < kSide; ++g) {
+            const double v = chunks[g].x[i];
+            acc[g] = acc[g] + v * v;
+        }
+    for (int64_t g = 0; g < kSide; ++g) *chunks[g].sum = acc[g];
+}
+
+// The squares of one chunk, summed.
+template <typename T>
+void sum_alone(const Chunk<T>& chunk) {
+    double acc = 0;
+    for (int64_t i = 0; i < chunk.n; ++i) acc = acc + double(chunk.x[i]) * double(chunk.x[i]);
+    *chunk.sum = acc;
 }
 
 // The chunks of every contiguous gradient of type T, each chunk's sum going
@@ -85,10 +85,10 @@ void all_chunk_sums(const std::vector<Chunk<T>>& chunks) {
     const auto whole = std::count_if(chunks.begin(), chunks.end(), [](const Chunk<T>& c) { return c.n == kChunk; });
     const int64_t groups = static_cast<int64_t>(whole) / kSide, grouped = groups * kSide;
     parallel_for(0, groups, 1, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) chunk_sums(chunks.data() + k * kSide, kSide);
+        for (int64_t k = b; k < e; ++k) sum_side_by_side(chunks.data() + k * kSide);
     });
     parallel_for(grouped, static_cast<int64_t>(chunks.size()), 1, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) chunk_sums(chunks.data() + k, 1);
+        for (int64_t k = b; k < e; ++k) sum_alone(chunks[static_cast<size_t>(k)]);
     });
 }
 

@@ -23,8 +23,12 @@ namespace ember::internal {
 // from e = erf(x / sqrt 2), so that a loop computing the two together
 // (gelu_erf_loop_with_slope) computes e once and gives the same bits.
 template <typename T>
+T gelu_erf_argument(T x) {
+    return x * T(std::numbers::sqrt2 / 2); // x / sqrt 2
+}
+template <typename T>
 T gelu_erf_of(T x) {
-    return error_function(x * T(std::numbers::sqrt2 / 2));
+    return error_function(gelu_erf_argument(x));
 }
 template <typename T>
 T gelu_erf_from(T x, T e) {
@@ -91,7 +95,7 @@ constexpr int64_t kGeluBlock = 64;
 // Elements [0, n) of a block, n <= kGeluBlock; slope may be null.
 inline void gelu_erf_block(const float* __restrict__ x, float* __restrict__ out, float* __restrict__ slope, int64_t n) {
     float u[kGeluBlock], near_zero[kGeluBlock], e[kGeluBlock];
-    for (int64_t i = 0; i < n; ++i) u[i] = x[i] * float(std::numbers::sqrt2 / 2);
+    for (int64_t i = 0; i < n; ++i) u[i] = gelu_erf_argument(x[i]);
     for (int64_t i = 0; i < n; ++i) near_zero[i] = erf_near_zero(u[i]);
     for (int64_t i = 0; i < n; ++i) e[i] = erfc_exponent(u[i]);
     for (int64_t i = 0; i < n; ++i) e[i] = exp_float(e[i]);
