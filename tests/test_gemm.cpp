@@ -250,3 +250,45 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
         }
     });
 }
+
+TEST_CASE("the packed products piece by piece give the bits of one thread, whatever the pieces", "[gemm]") {
+    // gemm_pieces_* (gemm_packed_pieces in gemm_packed_driver.h): all of B
+    // packed once, then C's rows in the pieces next() hands out, as two
+    // threads taking work from each other's end hand them out (Note [Taking
+    // work from the other end]). Here the pieces come out of order and of
+    // odd sizes: the last rows (a partial tile), one tile, one row, part of
+    // a tile, the rest. Shapes: k's last block short (384 = 256 + 128, in
+    // AVX2's and the in-place blocks of 256; 600 = 512 + 88, in AVX-512's),
+    // C 65 columns wide (A read in place, the thin kernel at its edge), 300
+    // (A packed), and 4100 (two blocks of columns).
+    using Pieces = void (*)(MatrixRef<const float>, MatrixRef<const float>, MatrixRef<float>, bool, const RowPieces&);
+    struct Way {
+        const char* name;
+        Kernel<float> whole;
+        Pieces pieces;
+    };
+    // (The portable tile's pieces: tests/test_gemm_portable.cpp.)
+    std::vector<Way> ways = {{"AVX2", gemm_packed_avx2, gemm_pieces_avx2}};
+    if (cpu_has_avx512f()) ways.push_back({"AVX-512", gemm_packed_avx512, gemm_pieces_avx512});
+    const std::vector<Shape3> shapes = {{100, 384, 65}, {97, 600, 300}, {40, 130, 4100}};
+    for_each_case<float>(shapes, 43, [&](const Shape3& s, auto ma, auto mb, bool accumulate) {
+        const std::vector<WorkRange::Range> order = {{s.m - 7, s.m}, {0, 6}, {13, 14}, {6, 13}, {14, s.m - 7}};
+        const int before = get_num_threads();
+        for (const Way& way : ways) {
+            INFO(way.name << ", accumulate " << accumulate);
+            set_num_threads(1);
+            std::vector<float> one = start_of_c(s), pieces = start_of_c(s);
+            way.whole(ma, mb, MatrixRef<float>{one.data(), s.m, s.n, s.n, 1}, accumulate);
+            size_t next = 0;
+            way.pieces(ma, mb, MatrixRef<float>{pieces.data(), s.m, s.n, s.n, 1}, accumulate,
+                       [&](WorkRange::Range& rows) {
+                           if (next == order.size()) return false;
+                           rows = order[next++];
+                           return true;
+                       });
+            set_num_threads(before); // before REQUIRE, which ends the case when it fails
+            REQUIRE(next == order.size());
+            REQUIRE(pieces == one);
+        }
+    });
+}

@@ -188,3 +188,31 @@ TEST_CASE("the portable tile gives the AVX2 tile's bits", "[kernels][gemm]") {
             REQUIRE(differing(portable, avx2) == 0);
         });
 }
+
+TEST_CASE("the portable tile piece by piece gives the bits of the whole product", "[kernels][gemm]") {
+    if (!portable_tile_runs_here()) {
+        WARN("skipped: the portable tile does not run here (no AVX and FMA)");
+        return;
+    }
+    // gemm_pieces_portable (gemm_packed_pieces in gemm_packed_driver.h): C's
+    // rows out of order and in odd pieces (a partial tile, one row, ...),
+    // B packed once; k's last block short (300 = 256 + 44), and 4100
+    // columns (two blocks of columns). tests/test_gemm.cpp has the x86 tiles'.
+    for (const Shape3& s : std::vector<Shape3>{{100, 300, 65}, {40, 130, 4100}}) {
+        std::vector<float> a = pattern_values(s.m * s.k, 63), b = pattern_values(s.k * s.n, 64);
+        MatrixRef<const float> ma{a.data(), s.m, s.k, s.k, 1}, mb{b.data(), s.k, s.n, s.n, 1};
+        std::vector<float> loop(s.m * s.n, 0.25f), pieces(s.m * s.n, 0.25f);
+        gemm_fma_loop(ma, mb, MatrixRef<float>{loop.data(), s.m, s.n, s.n, 1}, true);
+        const std::vector<WorkRange::Range> order = {{s.m - 7, s.m}, {0, 6}, {13, 14}, {6, 13}, {14, s.m - 7}};
+        size_t next = 0;
+        gemm_pieces_portable(ma, mb, MatrixRef<float>{pieces.data(), s.m, s.n, s.n, 1}, true,
+                             [&](WorkRange::Range& rows) {
+                                 if (next == order.size()) return false;
+                                 rows = order[next++];
+                                 return true;
+                             });
+        INFO(s.m << "x" << s.k << "x" << s.n);
+        REQUIRE(next == order.size());
+        REQUIRE(differing(pieces, loop) == 0);
+    }
+}

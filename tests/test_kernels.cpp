@@ -710,6 +710,20 @@ TEST_CASE("a Linear's two gradient products on two threads give the bits of the 
             require_equal(dx_two, dx, "dx");
             require_equal(dw_two, dw, "dw");
             REQUIRE(fast::linear_gradients_runs() - runs == (c.split ? 1 : 0));
+            // Inside a parallel loop its own loop cannot split: the calling
+            // thread does thread 0's part, then takes every piece left from
+            // the other end (Note [Taking work from the other end]): dW's
+            // columns from the right, then thread 1's rows of dx from the
+            // bottom. The same bits.
+            Tensor dx_nested = empty({c.rows, c.in}), dw_nested = empty({c.out, c.in});
+            parallel_for(0, 2, 1, [&](int64_t b, int64_t) {
+                if (b == 0)
+                    fast::linear_gradients(mg, mw, mx, {dx_nested.data_ptr<float>(), c.rows, c.in, c.in, 1},
+                                           {dw_nested.data_ptr<float>(), c.out, c.in, c.in, 1});
+            });
+            require_equal(dx_nested, dx, "dx, nested");
+            require_equal(dw_nested, dw, "dw, nested");
+            REQUIRE(fast::linear_gradients_runs() - runs == (c.split ? 2 : 0));
         }
     }
 }

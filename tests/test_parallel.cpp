@@ -4,6 +4,7 @@
 // threads]). Bench: bench/busy.py measures the policy on a busy machine.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -125,6 +126,77 @@ TEST_CASE("parallel_for covers the range once, in or out of the serial stretch",
     }
     set_adaptive_threads(false);
     set_num_threads(threads);
+}
+
+TEST_CASE("a WorkRange hands out halves of what is left, from either end, each item once", "[parallel]") {
+    // Note [Taking work from the other end]: the owner takes half of what
+    // is left from the front, another thread half from the back, at least
+    // `least` items (or what is left).
+    WorkRange range(10, 30); // 20 items
+    WorkRange::Range piece{};
+    REQUIRE(range.take_front(1, piece));
+    CHECK((piece.begin == 10 && piece.end == 20));
+    REQUIRE(range.take_back(1, piece));
+    CHECK((piece.begin == 25 && piece.end == 30));
+    REQUIRE(range.take_front(4, piece)); // half of 5 is 3, but at least 4
+    CHECK((piece.begin == 20 && piece.end == 24));
+    REQUIRE(range.take_back(4, piece)); // one left
+    CHECK((piece.begin == 24 && piece.end == 25));
+    CHECK_FALSE(range.take_front(1, piece));
+    CHECK_FALSE(range.take_back(1, piece));
+    WorkRange empty_range(7, 7);
+    CHECK_FALSE(empty_range.take_front(1, piece));
+
+    // Two threads taking from the two ends at once: every item once.
+    for (int trial = 0; trial < 200; ++trial) {
+        std::vector<int> hits(1000, 0);
+        WorkRange shared(0, 1000);
+        std::thread other([&] {
+            WorkRange::Range p;
+            while (shared.take_back(1, p))
+                for (int64_t i = p.begin; i < p.end; ++i) hits[static_cast<size_t>(i)] += 1;
+        });
+        while (shared.take_front(1, piece))
+            for (int64_t i = piece.begin; i < piece.end; ++i) hits[static_cast<size_t>(i)] += 1;
+        other.join();
+        REQUIRE(std::count(hits.begin(), hits.end(), 1) == 1000);
+    }
+}
+
+TEST_CASE("parallel_for_balanced covers the range once, and a thread that is done takes the other's end",
+          "[parallel]") {
+    TwoThreads two;
+    if (get_num_threads() < 2) {
+        WARN("skipped: one thread only (a build without OpenMP)");
+        return;
+    }
+    // Items [0, 100): thread 0's chunk [0, 50), thread 1's [50, 100). Thread
+    // 1 sleeps 50 ms before its first piece, so thread 0, done with its own
+    // chunk long before, takes pieces from the end of thread 1's.
+    std::vector<int> hits(100, 0), by(100, -1);
+    const std::thread::id caller = std::this_thread::get_id(); // OpenMP's thread 0
+    std::atomic<bool> slept{false};
+    parallel_for_balanced(0, 100, 1, 1, [&](int64_t b, int64_t e) {
+        const int thread = std::this_thread::get_id() == caller ? 0 : 1;
+        if (thread == 1 && !slept.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        for (int64_t i = b; i < e; ++i) {
+            hits[static_cast<size_t>(i)] += 1;
+            by[static_cast<size_t>(i)] = thread;
+        }
+    });
+    CHECK(std::count(hits.begin(), hits.end(), 1) == 100);
+    CHECK(std::count(by.begin(), by.begin() + 50, 0) == 50);
+    CHECK(by[99] == 0); // the end of thread 1's chunk, taken by thread 0
+    // Serially (inside a parallel loop): every item once, in order.
+    std::vector<int64_t> order;
+    parallel_for(0, 2, 1, [&](int64_t b, int64_t) {
+        if (b == 0)
+            parallel_for_balanced(0, 100, 1, 1, [&](int64_t pb, int64_t pe) {
+                for (int64_t i = pb; i < pe; ++i) order.push_back(i);
+            });
+    });
+    REQUIRE(order.size() == 100);
+    for (int64_t i = 0; i < 100; ++i) CHECK(order[static_cast<size_t>(i)] == i);
 }
 
 TEST_CASE("parallel_team's shares cover a range once, and a barrier waits for every thread", "[parallel]") {

@@ -83,7 +83,8 @@ void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double
 // out), the weight w (out, in) and the input x (rows, in): dx = g @ w and
 // dw = g^T @ x, the bits of those two fast::gemm calls. On two threads
 // each thread takes dw's sums over its own half of the rows (thread 0's
-// first, thread 1 continuing them) and its own rows of dx (Note [A
+// first, thread 1 continuing them) and its own rows of dx, and a thread
+// done with its own takes pieces from the end of the other's (Note [A
 // Linear's gradients on two threads]). linear_gradients_runs counts the
 // calls that took that path (for the tests; its loops may still run on
 // one thread, Note [Threads on a busy machine]).

@@ -280,7 +280,9 @@ template <typename T>
 void forward(const Problem<T>& a, const Operand<T>& out, T* lse) {
     const int64_t blocks = (a.L + kBlock - 1) / kBlock;              // blocks of query rows per slice
     const int64_t work = std::min(kBlock, a.L) * a.S * (a.E + a.Ev); // multiply-adds of one block
-    parallel_for(0, a.slices * blocks, grain_for(work, kGemmParallelWork), [&](int64_t begin, int64_t end) {
+    // (A thread that finishes its items early takes some of the other's:
+    // Note [Taking work from the other end] in core/loops/parallel.h.)
+    parallel_for_balanced(0, a.slices * blocks, grain_for(work, kGemmParallelWork), 1, [&](int64_t begin, int64_t end) {
         static thread_local ForwardScratch<T> scratch; // reused: no allocation once warm
         scratch.kt_slice = -1;
         for (int64_t item = begin; item < end; ++item) {
@@ -410,7 +412,7 @@ void backward_slice(const Problem<T>& a, int64_t slice, const BackwardIO<T>& io,
 template <typename T>
 void backward(const Problem<T>& a, const BackwardIO<T>& io) {
     const int64_t work = a.L * a.S * (2 * a.E + 2 * a.Ev); // multiply-adds of one slice, roughly
-    parallel_for(0, a.slices, grain_for(work, kGemmParallelWork), [&](int64_t begin, int64_t end) {
+    parallel_for_balanced(0, a.slices, grain_for(work, kGemmParallelWork), 1, [&](int64_t begin, int64_t end) {
         static thread_local BackwardScratch<T> scratch;
         for (int64_t s = begin; s < end; ++s) backward_slice(a, a.order[s], io, scratch);
     });

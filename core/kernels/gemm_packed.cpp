@@ -76,6 +76,18 @@ void gemm_packed_team_avx512(MatrixRef<const float> a, MatrixRef<const float> b,
     gemm_packed_team<Avx512Tile>(a, b, c, accumulate);
 }
 
+static_assert(Avx2Tile::kMr == kAvx2TileRows && Avx512Tile::kMr == kAvx512TileRows);
+
+void gemm_pieces_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
+                      const RowPieces& next) {
+    gemm_packed_pieces<Avx2Tile>(a, b, c, accumulate, next);
+}
+
+void gemm_pieces_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
+                        const RowPieces& next) {
+    gemm_packed_pieces<Avx512Tile>(a, b, c, accumulate, next);
+}
+
 int64_t gemm_packed_halves_run() { return halves_run.load(std::memory_order_relaxed); }
 int64_t gemm_packed_column_halves_run() { return column_halves_run.load(std::memory_order_relaxed); }
 

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
+#include "core/loops/parallel.h"
 #include "core/ops/matmul.h"
 
 namespace ember::internal {
@@ -86,6 +88,18 @@ void gemm_packed_avx512(MatrixRef<const float> a, MatrixRef<const float> b, Matr
 void gemm_packed_team_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 void gemm_packed_team_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 int64_t gemm_packed_halves_run();
+// The rows of C piece by piece, B packed once, for a thread that shares a
+// product's rows with another by taking work from its end:
+// next(rows) gives the next rows of C to compute, false when there are
+// none (gemm_packed_pieces in gemm_packed_driver.h). k > 0.
+// Pieces of a whole number of the tile's rows run fastest: kAvx2TileRows,
+// kAvx512TileRows, gemm_portable_tile_rows().
+using RowPieces = std::function<bool(WorkRange::Range&)>;
+inline constexpr int64_t kAvx2TileRows = 6, kAvx512TileRows = 14;
+void gemm_pieces_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
+                      const RowPieces& next);
+void gemm_pieces_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
+                        const RowPieces& next);
 int64_t gemm_packed_column_halves_run(); // of those, the ones cut by columns
 // The same with the portable tile (gemm_portable.cpp; 8 x 12 on arm64, 6 x
 // 16 on x86-64): the same bits as the scalar loop c = std::fma(a_ip, b_pj,
@@ -95,5 +109,8 @@ void gemm_packed_portable(MatrixRef<const float> a, MatrixRef<const float> b, Ma
 // The same as one team, and the products it cut in halves (as above).
 void gemm_packed_team_portable(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate);
 int64_t gemm_portable_halves_run();
+int64_t gemm_portable_tile_rows();
+void gemm_pieces_portable(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
+                          const RowPieces& next);
 
 } // namespace ember::internal

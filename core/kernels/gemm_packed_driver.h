@@ -280,6 +280,49 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
     });
 }
 
+// The rows of C a thread takes piece by piece (`next(rows)` gives the
+// next rows [begin, end), false when there are none): all of B packed once
+// into this thread's scratch, every (jc, pc) block one after the other,
+// then each piece of rows over every block in turn. For the products two
+// threads share by taking work from each other's end (Note [Taking work
+// from the other end] in core/loops/parallel.h): each thread packs B once
+// however many pieces it takes. Each element of C sums its k as the team
+// does: the same bits, whichever thread computes which rows.
+template <class Tile, class Next>
+void gemm_packed_pieces(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
+                        const Next& next) {
+    constexpr int64_t kMr = Tile::kMr, kNr = Tile::kNr;
+    const int64_t n = c.cols, k = a.cols;
+    // The depth of a block, as gemm_packed_team picks it for each block of columns.
+    const auto depth = [&](int64_t n_panels) { return reads_a_in_place(a, n_panels) ? kKcInPlace : Tile::kKc; };
+    WorkRange::Range rows;
+    if (!next(rows)) return; // nothing to do: nothing to pack
+    static thread_local Scratch b_scratch;
+    float* bp = b_scratch.get(static_cast<size_t>((n + kNr - 1) / kNr * kNr * k));
+    for (int64_t jc = 0, at = 0; jc < n; jc += kNc) {
+        const int64_t nc = std::min(kNc, n - jc), n_panels = (nc + kNr - 1) / kNr, kc_block = depth(n_panels);
+        for (int64_t pc = 0; pc < k; pc += kc_block) {
+            const int64_t kc = std::min(kc_block, k - pc);
+            pack_b<Tile>(b, pc, kc, jc, nc, 0, n_panels, bp + at);
+            at += n_panels * kNr * kc;
+        }
+    }
+    do {
+        // These rows of A and C, as matrices of their own.
+        const MatrixRef<const float> ap{&a.at(rows.begin, 0), rows.end - rows.begin, k, a.row_stride, a.col_stride};
+        const MatrixRef<float> cp{&c.at(rows.begin, 0), rows.end - rows.begin, n, c.row_stride, c.col_stride};
+        const int64_t row_panels = (cp.rows + kMr - 1) / kMr;
+        for (int64_t jc = 0, at = 0; jc < n; jc += kNc) {
+            const int64_t nc = std::min(kNc, n - jc), n_panels = (nc + kNr - 1) / kNr, kc_block = depth(n_panels);
+            for (int64_t pc = 0; pc < k; pc += kc_block) {
+                const int64_t kc = std::min(kc_block, k - pc);
+                block_rows<Tile>(ap, cp, bp + at, pc, kc, jc, nc, 0, row_panels, 0, n_panels, accumulate || pc > 0);
+                at += n_panels * kNr * kc;
+            }
+        }
+    } while (next(rows));
+}
+
 // Note [Two halves or one team]. On two threads a product is cut in two
 // halves, each a whole product on one thread with nothing shared: C's
 // first rows from A's first rows and all of B, or C's first columns from
@@ -295,7 +338,13 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
 // the smaller operand) at a whole number of tiles, the first half taking
 // the odd one; a side of fewer than kHalvesTiles tiles would leave the
 // halves too uneven (3 tiles: 2 and 1), so then the other side is cut, or
-// when neither has enough, the team shares the tiles.
+// when neither has enough, the team shares the tiles. Halves by rows (B
+// up to kPiecesFloats) are WorkRanges of row tiles: each thread packs all
+// of B once and takes its own half piece by piece, then pieces from the
+// end of the other's (gemm_packed_pieces, Note [Taking work from the other
+// end] in core/loops/parallel.h): in 300 macbook preset steps the
+// threads' waits at the end of these products fell from 6.5% of their
+// time in them to 1-2%.
 // Measured on a 2-core Zen 4, 2 threads, each product's B freshly written
 // by both threads, medians of four alternating runs (GFLOP/s, team ->
 // halves): the macbook preset's 13 products +0.4% to +14% (dW = dy^T @ x
@@ -316,6 +365,12 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
 // scratch ping-pong), and 5% faster in a pair of runs while it took 320
 // ns (the host placing the two vCPUs far apart; docs/performance.md).
 inline constexpr int64_t kHalvesTiles = 8;
+// Halves by rows take work from each other's end (Note [Taking work from
+// the other end]) when all of B packed is at most this many floats (4 MB,
+// a block of the team's): each thread packs all of B once
+// (gemm_packed_pieces), in pieces of at least kLeastTiles row tiles.
+inline constexpr int64_t kPiecesFloats = int64_t{1} << 20;
+inline constexpr int64_t kLeastTiles = 2;
 
 // How many products have been cut in halves since the program started, and
 // how many of them by columns (for the tests, which check that the halves
@@ -336,6 +391,10 @@ void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
     }
     const int64_t unit = by_rows ? kMr : kNr, side = by_rows ? m : n;
     const int64_t cut = (tiles + 1) / 2 * unit; // < side, since tiles >= 2
+    // Halves by rows whose B fits in kPiecesFloats take work from each
+    // other's end: each thread's half is a WorkRange of row tiles.
+    const bool pieces = by_rows && (n + kNr - 1) / kNr * kNr * k <= kPiecesFloats;
+    WorkRange halves[2] = {{0, (tiles + 1) / 2}, {(tiles + 1) / 2, tiles}};
     parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
         if (end - begin == 2) { // the loop did not split (Note [Threads on a busy machine]): all of it here
             gemm_packed_team<Tile>(a, b, c, accumulate);
@@ -344,6 +403,17 @@ void gemm_packed(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
         if (begin == 0) {
             halves_run.fetch_add(1, std::memory_order_relaxed);
             if (!by_rows) column_halves_run.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (pieces) {
+            WorkRange& own = halves[begin];
+            WorkRange& other = halves[1 - begin];
+            gemm_packed_pieces<Tile>(a, b, c, accumulate, [&](WorkRange::Range& rows) {
+                WorkRange::Range t;
+                if (!own.take_front(kLeastTiles, t) && !other.take_back(kLeastTiles, t)) return false;
+                rows = {t.begin * kMr, std::min(m, t.end * kMr)};
+                return true;
+            });
+            return;
         }
         const int64_t from = begin == 0 ? 0 : cut, to = begin == 0 ? cut : side;
         if (by_rows)

@@ -189,6 +189,13 @@ void gemm_packed_team_portable(MatrixRef<const float> a, MatrixRef<const float> 
     gemm_packed_team<PortableTile>(a, b, c, accumulate);
 }
 
+int64_t gemm_portable_tile_rows() { return PortableTile::kMr; }
+
+void gemm_pieces_portable(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
+                          const RowPieces& next) {
+    gemm_packed_pieces<PortableTile>(a, b, c, accumulate, next);
+}
+
 int64_t gemm_portable_halves_run() { return halves_run.load(std::memory_order_relaxed); }
 
 } // namespace ember::internal
