@@ -668,7 +668,10 @@ TEST_CASE("a Linear's two gradient products on two threads give the bits of the 
     // (thread 0 takes one more) and a weight read through transposed
     // strides; in = 68 (C's last columns an edge tile's, which adds to C);
     // out just above kDotRows (5); dW 16 columns wide (thread 0 sums all
-    // of it in one part) and 17 (a second part of one column); three that
+    // of it in one part) and 17 (a second part of one column); halves of
+    // 51 rows with W^T's strides (on the blocked kernel, 8 rows a tile, the
+    // nested call's last piece of thread 0's rows is 3 rows, which must not
+    // run the dot products); three that
     // stay two products:
     // out = kDotRows, and 9 rows (halves of 5 and 4) with W^T's strides,
     // where the half of 4 rows would run the dot products, which add C at
@@ -683,14 +686,18 @@ TEST_CASE("a Linear's two gradient products on two threads give the bits of the 
                                      {768, 65, 128, false, true},  {301, 130, 70, true, true},
                                      {300, 130, 68, false, true},  {400, 5, 300, false, true},
                                      {4000, 10, 16, false, true},  {2000, 20, 17, true, true},
-                                     {400, 4, 400, false, false},  {9, 300, 300, true, false},
-                                     {40, 16, 16, false, false}};
+                                     {102, 64, 96, true, true},    {400, 4, 400, false, false},
+                                     {9, 300, 300, true, false},   {40, 16, 16, false, false}};
     using internal::GemmTile;
     using internal::MatrixRef;
     namespace fast = internal::fast;
     TwoThreads two;
-    for (GemmTile tile : {GemmTile::kAvx2, GemmTile::kAvx512, GemmTile::kPortable}) {
+    // Each tile, and the blocked kernel (fast kernels off: no tile runs),
+    // whose pieces of dx go 8 rows at a time.
+    for (GemmTile tile : {GemmTile::kAvx2, GemmTile::kAvx512, GemmTile::kPortable, GemmTile::kAuto}) {
         internal::GemmTileGuard guard(tile);
+        std::optional<ReferenceKernelsGuard> blocked;
+        if (tile == GemmTile::kAuto) blocked.emplace();
         for (const Case& c : cases) {
             INFO("tile " << static_cast<int>(tile) << ", rows " << c.rows << ", out " << c.out << ", in " << c.in
                          << (c.w_transposed ? ", W^T's strides" : ""));

@@ -230,19 +230,21 @@ namespace {
 std::atomic<int64_t> linear_gradients_split{0}; // calls that took the two threads' path (for the tests)
 
 // The rows of the tile the float32 products run on: pieces of a whole
-// number of them run fastest. Where no tile runs, more than kDotRows, so
-// that each piece takes the path the whole product would.
+// number of them run fastest. (Where no tile runs, the blocked kernel's
+// rows go 8 at a time.)
 int64_t piece_rows() {
     if constexpr (kX86Tiles) {
         if (gemm_uses_avx512()) return kAvx512TileRows;
         if (gemm_uses_avx2()) return kAvx2TileRows;
     }
     if (gemm_uses_portable()) return gemm_portable_tile_rows();
-    return 2 * kDotRows;
+    return 8;
 }
 
 // c = a @ b (+ c when accumulate) on the rows of C that next() gives, piece
-// by piece, B packed once: the bits of fast::gemm over all the rows.
+// by piece, B packed once: the bits of fast::gemm over all the rows (more
+// than kDotRows of them: never the dot products, which a piece of a few
+// rows would otherwise take).
 void gemm_pieces(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
                  const RowPieces& next) {
     if (a.cols > 0 && c.cols > 0) {
@@ -254,8 +256,9 @@ void gemm_pieces(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<f
     }
     WorkRange::Range rows;
     while (next(rows))
-        fast::gemm({&a.at(rows.begin, 0), rows.end - rows.begin, a.cols, a.row_stride, a.col_stride}, b,
-                   {&c.at(rows.begin, 0), rows.end - rows.begin, c.cols, c.row_stride, c.col_stride}, accumulate);
+        gemm_packed_tiles({&a.at(rows.begin, 0), rows.end - rows.begin, a.cols, a.row_stride, a.col_stride}, b,
+                          {&c.at(rows.begin, 0), rows.end - rows.begin, c.cols, c.row_stride, c.col_stride},
+                          accumulate);
 }
 } // namespace
 
