@@ -297,8 +297,12 @@ void gemm_packed_pieces(MatrixRef<const float> a, MatrixRef<const float> b, Matr
     const auto depth = [&](int64_t n_panels) { return reads_a_in_place(a, n_panels) ? kKcInPlace : Tile::kKc; };
     WorkRange::Range rows;
     if (!next(rows)) return; // nothing to do: nothing to pack
+    // Every block of columns padded to whole panels (kNc is not a multiple
+    // of every tile's kNr: the portable tile's is 12 on arm64).
+    int64_t panels = 0;
+    for (int64_t jc = 0; jc < n; jc += kNc) panels += (std::min(kNc, n - jc) + kNr - 1) / kNr;
     static thread_local Scratch b_scratch;
-    float* bp = b_scratch.get(static_cast<size_t>((n + kNr - 1) / kNr * kNr * k));
+    float* bp = b_scratch.get(static_cast<size_t>(panels * kNr * k));
     for (int64_t jc = 0, at = 0; jc < n; jc += kNc) {
         const int64_t nc = std::min(kNc, n - jc), n_panels = (nc + kNr - 1) / kNr, kc_block = depth(n_panels);
         for (int64_t pc = 0; pc < k; pc += kc_block) {

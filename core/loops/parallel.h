@@ -182,8 +182,10 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& fn) {
 // the end of its chunk. Which thread does which items never changes the
 // results: the items own disjoint outputs.
 // Both ends live in one 64-bit word (updated by compare-and-swap, a few
-// times per chunk), so a WorkRange holds fewer than 2^32 items.
-class WorkRange {
+// times per chunk), so a WorkRange holds fewer than 2^32 items; each
+// WorkRange has a cache line of its own, so that two threads taking from
+// their own ranges do not take the line from each other.
+class alignas(64) WorkRange {
 public:
     struct Range {
         int64_t begin, end;
