@@ -292,3 +292,38 @@ TEST_CASE("the packed products piece by piece give the bits of one thread, whate
         }
     });
 }
+
+TEST_CASE("a product in pieces whose next() runs another product in pieces keeps its own packed B", "[gemm]") {
+    // A Linear's backward does this: between pieces of dx (W packed once
+    // into the thread's scratch), a thread sums part of dW, a product that
+    // may itself go in pieces on that thread (two threads, the loop outside
+    // not split). The inner one (its B smaller: it would be packed into the
+    // same scratch, over the outer one's) must not overwrite the outer one's.
+    TwoThreads two;
+    const Shape3 outer{60, 256, 200}, inner{120, 64, 48};
+    std::vector<float> a = pattern_values(outer.m * outer.k, 51), b = pattern_values(outer.k * outer.n, 52);
+    std::vector<float> ia = pattern_values(inner.m * inner.k, 53), ib = pattern_values(inner.k * inner.n, 54);
+    const MatrixRef<const float> ma{a.data(), outer.m, outer.k, outer.k, 1}, mb{b.data(), outer.k, outer.n, outer.n, 1};
+    const MatrixRef<const float> mia{ia.data(), inner.m, inner.k, inner.k, 1};
+    const MatrixRef<const float> mib{ib.data(), inner.k, inner.n, inner.n, 1};
+    std::vector<float> one(outer.m * outer.n), pieces(outer.m * outer.n), inner_c(inner.m * inner.n);
+    std::vector<float> inner_one(inner.m * inner.n);
+    set_num_threads(1);
+    gemm_packed_avx2(ma, mb, MatrixRef<float>{one.data(), outer.m, outer.n, outer.n, 1}, false);
+    gemm_packed_avx2(mia, mib, MatrixRef<float>{inner_one.data(), inner.m, inner.n, inner.n, 1}, false);
+    set_num_threads(2);
+    const int64_t halves = gemm_packed_halves_run();
+    int64_t row = 0;
+    gemm_pieces_avx2(
+        ma, mb, MatrixRef<float>{pieces.data(), outer.m, outer.n, outer.n, 1}, false, [&](WorkRange::Range& rows) {
+            if (row == outer.m) return false;
+            gemm_packed_avx2(mia, mib, MatrixRef<float>{inner_c.data(), inner.m, inner.n, inner.n, 1}, false);
+            rows = {row, row + 12};
+            row += 12;
+            return true;
+        });
+    const int64_t inner_halves = gemm_packed_halves_run() - halves;
+    REQUIRE(inner_halves == outer.m / 12); // each inner product went in halves (and pieces), on two threads
+    REQUIRE(inner_c == inner_one);
+    REQUIRE(pieces == one);
+}

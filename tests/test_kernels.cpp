@@ -669,9 +669,9 @@ TEST_CASE("a Linear's two gradient products on two threads give the bits of the 
     // strides; in = 68 (C's last columns an edge tile's, which adds to C);
     // out just above kDotRows (5); dW 16 columns wide (thread 0 sums all
     // of it in one part) and 17 (a second part of one column); halves of
-    // 51 rows with W^T's strides (on the blocked kernel, 8 rows a tile, the
-    // nested call's last piece of thread 0's rows is 3 rows, which must not
-    // run the dot products); three that
+    // 51 rows with W^T's strides (with fast kernels off dx goes in pieces
+    // of 8 rows, and the nested call's last piece of thread 0's rows is 3
+    // rows, which must not run the dot products); three that
     // stay two products:
     // out = kDotRows, and 9 rows (halves of 5 and 4) with W^T's strides,
     // where the half of 4 rows would run the dot products, which add C at

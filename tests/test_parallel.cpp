@@ -171,14 +171,17 @@ TEST_CASE("parallel_for_balanced covers the range once, and a thread that is don
         return;
     }
     // Items [0, 100): thread 0's chunk [0, 50), thread 1's [50, 100). Thread
-    // 1 sleeps 50 ms before its first piece, so thread 0, done with its own
-    // chunk long before, takes pieces from the end of thread 1's.
+    // 1, in its first piece, waits until thread 0 has done an item of its
+    // chunk (at most 10 s): thread 0 can only have taken it from the end of
+    // thread 1's chunk, once its own was done.
     std::vector<int> hits(100, 0), by(100, -1);
     const std::thread::id caller = std::this_thread::get_id(); // OpenMP's thread 0
-    std::atomic<bool> slept{false};
+    std::atomic<bool> waited{false}, took{false};
     parallel_for_balanced(0, 100, 1, 1, [&](int64_t b, int64_t e) {
         const int thread = std::this_thread::get_id() == caller ? 0 : 1;
-        if (thread == 1 && !slept.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (thread == 0 && b >= 50) took = true;
+        if (thread == 1 && !waited.exchange(true))
+            for (int ms = 0; ms < 10000 && !took; ++ms) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         for (int64_t i = b; i < e; ++i) {
             hits[static_cast<size_t>(i)] += 1;
             by[static_cast<size_t>(i)] = thread;
@@ -186,6 +189,7 @@ TEST_CASE("parallel_for_balanced covers the range once, and a thread that is don
     });
     CHECK(std::count(hits.begin(), hits.end(), 1) == 100);
     CHECK(std::count(by.begin(), by.begin() + 50, 0) == 50);
+    CHECK(took);
     CHECK(by[99] == 0); // the end of thread 1's chunk, taken by thread 0
     // Serially (inside a parallel loop): every item once, in order.
     std::vector<int64_t> order;

@@ -208,8 +208,9 @@ void fast::gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<
 // The two threads seldom run equally fast, so the last three of those
 // pieces are WorkRanges, taken from each other's end (Note [Taking work
 // from the other end] in core/loops/parallel.h): thread 0's rows of dx and
-// thread 1's, in pieces of whole tiles (each thread packs W once), and
-// dW's columns continued over thread 1's tokens, in panels of 16 columns.
+// thread 1's, in pieces of whole tiles (each thread packs W once, where
+// W fits kPiecesFloats), and dW's columns continued over thread 1's
+// tokens, the left part's and the right part's, in panels of 16 columns.
 // A thread that finishes its own takes from the end of the other's: thread
 // 0 the last columns of dW, then the last rows of thread 1's dx; thread 1
 // the last rows of thread 0's dx. In 300 macbook preset steps on a 2-core
@@ -230,8 +231,7 @@ namespace {
 std::atomic<int64_t> linear_gradients_split{0}; // calls that took the two threads' path (for the tests)
 
 // The rows of the tile the float32 products run on: pieces of a whole
-// number of them run fastest. (Where no tile runs, the blocked kernel's
-// rows go 8 at a time.)
+// number of them run fastest. (Where no tile runs, pieces of 8 rows.)
 int64_t piece_rows() {
     if constexpr (kX86Tiles) {
         if (gemm_uses_avx512()) return kAvx512TileRows;
@@ -272,7 +272,8 @@ void fast::linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, 
     // (2 threads, 300 macbook steps on a 2-core Zen 4: these calls 2-5%
     // faster packed, in 3 of 3 alternating pairs).
     using Product = void (*)(MatrixRef<const float>, MatrixRef<const float>, MatrixRef<float>, bool);
-    const Product product = out * in * rows > kDirectWork ? gemm_packed_tiles : static_cast<Product>(fast::gemm);
+    const Product product =
+        out > kDotRows && out * in * rows > kDirectWork ? gemm_packed_tiles : static_cast<Product>(fast::gemm);
     const auto dw_over = [&](int64_t c0, int64_t c1, int64_t r0, int64_t r1, bool accumulate) {
         product({&g.at(r0, 0), out, r1 - r0, g.col_stride, g.row_stride},
                 {&x.at(r0, c0), r1 - r0, c1 - c0, x.row_stride, x.col_stride},
@@ -291,10 +292,23 @@ void fast::linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, 
     linear_gradients_split.fetch_add(1, std::memory_order_relaxed);
     PartDone left_part, right_part; // thread 0's sums over its tokens
     // Each thread's rows of dx, in tiles; dW's panels of 16 columns to be
-    // continued over thread 1's tokens.
+    // continued over thread 1's tokens, its left part's and its right's.
     const int64_t unit = piece_rows();
     WorkRange dx_tiles[2] = {{0, (cut + unit - 1) / unit}, {0, (rows - cut + unit - 1) / unit}};
-    WorkRange dw_panels(0, (in + 15) / 16);
+    const int64_t left_panels = (left + 15) / 16;
+    WorkRange dw_left(0, left_panels), dw_right(left_panels, (in + 15) / 16);
+    // Each thread packs all of W once for its pieces of dx, where it fits
+    // kPiecesFloats; a larger W (a GPT-2 lm_head's) is packed block by
+    // block for each piece, and a thread takes its rows in one piece.
+    const bool pack_w = (in + 31) / 32 * 32 * out <= kPiecesFloats;
+    const int64_t least = pack_w ? 2 : (rows + unit - 1) / unit;
+    const auto dx_pieces = [&](const RowPieces& next) {
+        if (pack_w) return gemm_pieces(g, w, dx, false, next);
+        WorkRange::Range r;
+        while (next(r))
+            gemm_packed_tiles({&g.at(r.begin, 0), r.end - r.begin, out, g.row_stride, g.col_stride}, w,
+                              {&dx.at(r.begin, 0), r.end - r.begin, in, dx.row_stride, dx.col_stride}, false);
+    };
     // The rows of dx a piece of thread t's tiles covers.
     const auto dx_rows = [&](int64_t t, WorkRange::Range tiles) -> WorkRange::Range {
         const int64_t r0 = t == 0 ? 0 : cut, r1 = t == 0 ? cut : rows;
@@ -308,7 +322,6 @@ void fast::linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, 
         if (c1 > left) right_part.wait();
         dw_over(c0, c1, cut, rows, true);
     };
-    constexpr int64_t kLeastTiles = 2;
     parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
         if (begin == 0) {
             {
@@ -321,21 +334,24 @@ void fast::linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, 
                 if (left < in) dw_over(left, in, 0, cut, false);
             }
             // Its rows of dx; then dW's last columns and thread 1's last rows of dx.
-            gemm_pieces(g, w, dx, false, [&](WorkRange::Range& piece) {
+            dx_pieces([&](WorkRange::Range& piece) {
                 WorkRange::Range t;
-                if (dx_tiles[0].take_front(kLeastTiles, t)) return piece = dx_rows(0, t), true;
-                while (dw_panels.take_back(1, t)) dw_rest(t);
-                if (dx_tiles[1].take_back(kLeastTiles, t)) return piece = dx_rows(1, t), true;
+                if (dx_tiles[0].take_front(least, t)) return piece = dx_rows(0, t), true;
+                while (dw_right.take_back(1, t)) dw_rest(t);
+                while (dw_left.take_back(1, t)) dw_rest(t);
+                if (dx_tiles[1].take_back(least, t)) return piece = dx_rows(1, t), true;
                 return false;
             });
         }
         if (end == 2) { // thread 1, or the calling thread after thread 0's part when the loop did not split
-            // Its rows of dx; then dW's columns over its tokens, then thread 0's last rows of dx.
-            gemm_pieces(g, w, dx, false, [&](WorkRange::Range& piece) {
+            // Its rows of dx; then dW's columns over its tokens, left part
+            // first, then thread 0's last rows of dx.
+            dx_pieces([&](WorkRange::Range& piece) {
                 WorkRange::Range t;
-                if (dx_tiles[1].take_front(kLeastTiles, t)) return piece = dx_rows(1, t), true;
-                while (dw_panels.take_front(1, t)) dw_rest(t);
-                if (dx_tiles[0].take_back(kLeastTiles, t)) return piece = dx_rows(0, t), true;
+                if (dx_tiles[1].take_front(least, t)) return piece = dx_rows(1, t), true;
+                while (dw_left.take_front(1, t)) dw_rest(t);
+                while (dw_right.take_front(1, t)) dw_rest(t);
+                if (dx_tiles[0].take_back(least, t)) return piece = dx_rows(0, t), true;
                 return false;
             });
         }

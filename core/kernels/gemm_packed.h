@@ -96,6 +96,9 @@ int64_t gemm_packed_halves_run();
 // kAvx512TileRows, gemm_portable_tile_rows().
 using RowPieces = std::function<bool(WorkRange::Range&)>;
 inline constexpr int64_t kAvx2TileRows = 6, kAvx512TileRows = 14;
+// The most floats of B (padded to whole panels) that products in pieces
+// pack: 4 MB per thread, a block of the team's.
+inline constexpr int64_t kPiecesFloats = int64_t{1} << 20;
 void gemm_pieces_avx2(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
                       const RowPieces& next);
 void gemm_pieces_avx512(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,

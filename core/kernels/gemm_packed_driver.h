@@ -280,6 +280,14 @@ void gemm_packed_team(MatrixRef<const float> a, MatrixRef<const float> b, Matrix
     });
 }
 
+// The buffer gemm_packed_pieces packs all of B into, one per thread and
+// tile, and whether a product in pieces on this thread is using it.
+template <class Tile>
+struct PiecesScratch {
+    static inline thread_local Scratch buffer;
+    static inline thread_local bool in_use = false;
+};
+
 // The rows of C a thread takes piece by piece (`next(rows)` gives the
 // next rows [begin, end), false when there are none): all of B packed once
 // into this thread's scratch, every (jc, pc) block one after the other,
@@ -301,8 +309,23 @@ void gemm_packed_pieces(MatrixRef<const float> a, MatrixRef<const float> b, Matr
     // of every tile's kNr: the portable tile's is 12 on arm64).
     int64_t panels = 0;
     for (int64_t jc = 0; jc < n; jc += kNc) panels += (std::min(kNc, n - jc) + kNr - 1) / kNr;
-    static thread_local Scratch b_scratch;
-    float* bp = b_scratch.get(static_cast<size_t>(panels * kNr * k));
+    // This thread's scratch for the tile, unless a product that next() runs
+    // on this thread (a Linear's dW, between two pieces of its dx) is
+    // itself in pieces: that one takes a scratch of its own, so that it
+    // cannot overwrite or free the B the outer product is still reading.
+    using Shared = PiecesScratch<Tile>;
+    Scratch nested;
+    const bool outermost = !Shared::in_use;
+    float* bp = (outermost ? Shared::buffer : nested).get(static_cast<size_t>(panels * kNr * k));
+    struct InUse {
+        bool outermost;
+        explicit InUse(bool o) : outermost(o) {
+            if (outermost) Shared::in_use = true;
+        }
+        ~InUse() {
+            if (outermost) Shared::in_use = false;
+        }
+    } in_use(outermost);
     for (int64_t jc = 0, at = 0; jc < n; jc += kNc) {
         const int64_t nc = std::min(kNc, n - jc), n_panels = (nc + kNr - 1) / kNr, kc_block = depth(n_panels);
         for (int64_t pc = 0; pc < k; pc += kc_block) {
@@ -370,10 +393,9 @@ void gemm_packed_pieces(MatrixRef<const float> a, MatrixRef<const float> b, Matr
 // ns (the host placing the two vCPUs far apart; docs/performance.md).
 inline constexpr int64_t kHalvesTiles = 8;
 // Halves by rows take work from each other's end (Note [Taking work from
-// the other end]) when all of B packed is at most this many floats (4 MB,
-// a block of the team's): each thread packs all of B once
-// (gemm_packed_pieces), in pieces of at least kLeastTiles row tiles.
-inline constexpr int64_t kPiecesFloats = int64_t{1} << 20;
+// the other end]) when all of B packed is at most kPiecesFloats
+// (gemm_packed.h): each thread packs all of B once (gemm_packed_pieces),
+// in pieces of at least kLeastTiles row tiles.
 inline constexpr int64_t kLeastTiles = 2;
 
 // How many products have been cut in halves since the program started, and
