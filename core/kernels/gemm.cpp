@@ -241,13 +241,18 @@ int64_t piece_rows() {
     return 8;
 }
 
+// Whether gemm_pieces packs all of B once: where it fits kPiecesFloats
+// (padded to 32 columns, the widest tile's). A larger B (a GPT-2 lm_head's
+// W) is packed block by block for each piece instead.
+bool packs_b_once(MatrixRef<const float> b) { return (b.cols + 31) / 32 * 32 * b.rows <= kPiecesFloats; }
+
 // c = a @ b (+ c when accumulate) on the rows of C that next() gives, piece
-// by piece, B packed once: the bits of fast::gemm over all the rows (more
-// than kDotRows of them: never the dot products, which a piece of a few
-// rows would otherwise take).
+// by piece: the bits of fast::gemm over all the rows (more than kDotRows
+// of them: never the dot products, which a piece of a few rows would
+// otherwise take).
 void gemm_pieces(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, bool accumulate,
                  const RowPieces& next) {
-    if (a.cols > 0 && c.cols > 0) {
+    if (a.cols > 0 && c.cols > 0 && packs_b_once(b)) {
         if constexpr (kX86Tiles) {
             if (gemm_uses_avx512()) return gemm_pieces_avx512(a, b, c, accumulate, next);
             if (gemm_uses_avx2()) return gemm_pieces_avx2(a, b, c, accumulate, next);
@@ -297,18 +302,9 @@ void fast::linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, 
     WorkRange dx_tiles[2] = {{0, (cut + unit - 1) / unit}, {0, (rows - cut + unit - 1) / unit}};
     const int64_t left_panels = (left + 15) / 16;
     WorkRange dw_left(0, left_panels), dw_right(left_panels, (in + 15) / 16);
-    // Each thread packs all of W once for its pieces of dx, where it fits
-    // kPiecesFloats; a larger W (a GPT-2 lm_head's) is packed block by
-    // block for each piece, and a thread takes its rows in one piece.
-    const bool pack_w = (in + 31) / 32 * 32 * out <= kPiecesFloats;
-    const int64_t least = pack_w ? 2 : (rows + unit - 1) / unit;
-    const auto dx_pieces = [&](const RowPieces& next) {
-        if (pack_w) return gemm_pieces(g, w, dx, false, next);
-        WorkRange::Range r;
-        while (next(r))
-            gemm_packed_tiles({&g.at(r.begin, 0), r.end - r.begin, out, g.row_stride, g.col_stride}, w,
-                              {&dx.at(r.begin, 0), r.end - r.begin, in, dx.row_stride, dx.col_stride}, false);
-    };
+    // Pieces of at least 2 tiles; where W is too large to be packed once
+    // per thread (packs_b_once), a thread takes its rows in one piece.
+    const int64_t least = packs_b_once(w) ? 2 : (rows + unit - 1) / unit;
     // The rows of dx a piece of thread t's tiles covers.
     const auto dx_rows = [&](int64_t t, WorkRange::Range tiles) -> WorkRange::Range {
         const int64_t r0 = t == 0 ? 0 : cut, r1 = t == 0 ? cut : rows;
@@ -322,6 +318,22 @@ void fast::linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, 
         if (c1 > left) right_part.wait();
         dw_over(c0, c1, cut, rows, true);
     };
+    // Thread t's pieces of dx: its own rows from the front; then dW's
+    // columns continued over thread 1's tokens (thread 1 from the left,
+    // thread 0 from the right); then the other thread's last rows of dx.
+    const auto pieces_of = [&](int64_t t) {
+        return [&, t](WorkRange::Range& piece) {
+            WorkRange::Range r;
+            if (dx_tiles[t].take_front(least, r)) return piece = dx_rows(t, r), true;
+            const auto take = [&](WorkRange& panels) {
+                return t == 1 ? panels.take_front(1, r) : panels.take_back(1, r);
+            };
+            while (take(t == 1 ? dw_left : dw_right)) dw_rest(r);
+            while (take(t == 1 ? dw_right : dw_left)) dw_rest(r);
+            if (dx_tiles[1 - t].take_back(least, r)) return piece = dx_rows(1 - t, r), true;
+            return false;
+        };
+    };
     parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
         if (begin == 0) {
             {
@@ -333,27 +345,10 @@ void fast::linear_gradients(MatrixRef<const float> g, MatrixRef<const float> w, 
                 }
                 if (left < in) dw_over(left, in, 0, cut, false);
             }
-            // Its rows of dx; then dW's last columns and thread 1's last rows of dx.
-            dx_pieces([&](WorkRange::Range& piece) {
-                WorkRange::Range t;
-                if (dx_tiles[0].take_front(least, t)) return piece = dx_rows(0, t), true;
-                while (dw_right.take_back(1, t)) dw_rest(t);
-                while (dw_left.take_back(1, t)) dw_rest(t);
-                if (dx_tiles[1].take_back(least, t)) return piece = dx_rows(1, t), true;
-                return false;
-            });
+            gemm_pieces(g, w, dx, false, pieces_of(0));
         }
         if (end == 2) { // thread 1, or the calling thread after thread 0's part when the loop did not split
-            // Its rows of dx; then dW's columns over its tokens, left part
-            // first, then thread 0's last rows of dx.
-            dx_pieces([&](WorkRange::Range& piece) {
-                WorkRange::Range t;
-                if (dx_tiles[1].take_front(least, t)) return piece = dx_rows(1, t), true;
-                while (dw_left.take_front(1, t)) dw_rest(t);
-                while (dw_right.take_front(1, t)) dw_rest(t);
-                if (dx_tiles[0].take_back(least, t)) return piece = dx_rows(0, t), true;
-                return false;
-            });
+            gemm_pieces(g, w, dx, false, pieces_of(1));
         }
     });
 }
