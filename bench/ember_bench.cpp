@@ -18,6 +18,9 @@
 //   gelu_*    the exact GELU of nanoGPT's MLP at the macbook preset's size,
 //             (12,64,512): forward alone (no_grad, as an evaluation runs it),
 //             and forward and backward with autograd
+//   sum_continued_macbook  a Linear's dW continued on one thread from sums
+//             the other thread (or the same one) wrote last: the cost of
+//             reading another core's cache (bench_sum_continued)
 //   generate_* sampling from the fast GPT of the small or the lecture's size,
 //             one sequence, with the key/value cache or without it (_nocache)
 //   train_*   a whole training step of gpt.py's GPT (forward, cross-entropy,
@@ -41,6 +44,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -287,6 +291,68 @@ void bench_gelu(const Options& o, bool forward, bool backward) {
               }));
 }
 
+// ---- a sum continued on the other core --------------------------------------------------------
+
+// On two threads thread 1 continues each Linear's dW over its own tokens
+// from thread 0's sums over the first half (Note [A Linear's gradients on
+// two threads] in core/kernels/gemm.cpp): every tile of dW it adds to was
+// last written by the other core. This times that continuation, dW += G^T
+// @ x over 384 tokens on one thread (fast::gemm, accumulating), at the
+// macbook preset's four Linear shapes, with dW last written by the same
+// thread ("local") or by the other ("remote"), one of each per round. The
+// ratio of the two medians is the number to read: it grows when the host
+// puts the two vCPUs far apart (build/bench/core_round_trip says which).
+void bench_sum_continued(const Options& o) {
+    if (get_num_threads() < 2) {
+        std::fprintf(stderr, "ember_bench: sum_continued_macbook needs two threads; skipped\n");
+        return;
+    }
+    struct Shape {
+        int64_t out, in;
+    };
+    const Shape shapes[] = {{384, 128}, {128, 128}, {512, 128}, {128, 512}}; // qkv, proj, fc, mlp proj
+    const int64_t tokens = 384;
+    const int repeat = o.repeat ? o.repeat : 400;
+    const bool adaptive = adaptive_threads();
+    set_adaptive_threads(false); // both threads every time
+    double sums[2] = {0, 0};     // local, remote: the shapes' medians added up
+    for (const Shape& s : shapes) {
+        std::vector<float> g(tokens * s.out, 0.5f), x(tokens * s.in, 0.25f), dw(s.out * s.in, 1.0f);
+        std::vector<double> times[2];
+        for (int round = 0; round < 2 * repeat; ++round) {
+            const int remote = round % 2;
+            std::atomic<bool> written{false};
+            parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
+                for (int64_t t = begin; t < end; ++t) {
+                    if (t == remote) { // the writer: new values in every line of dW
+                        for (float& v : dw) v = v * 0.5f + 1.0f;
+                        written.store(true, std::memory_order_release);
+                    }
+                    if (t == 0) {
+                        while (!written.load(std::memory_order_acquire)) {
+                        }
+                        const auto t0 = std::chrono::steady_clock::now();
+                        // dW (out, in) += G^T (out, tokens) @ x (tokens, in), G^T read through G's strides
+                        internal::fast::gemm({g.data(), s.out, tokens, 1, s.out}, {x.data(), tokens, s.in, s.in, 1},
+                                             {dw.data(), s.out, s.in, s.in, 1}, true);
+                        times[remote].push_back(
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                    }
+                }
+            });
+        }
+        for (int k = 0; k < 2; ++k) {
+            std::sort(times[k].begin(), times[k].end());
+            sums[k] += times[k][times[k].size() / 2];
+        }
+    }
+    set_adaptive_threads(adaptive);
+    std::printf("{\"name\":\"sum_continued_macbook\",\"kind\":\"two_threads\",\"threads\":%d,\"local_us\":%.1f,"
+                "\"remote_us\":%.1f,\"remote_over_local\":%.3f}\n",
+                get_num_threads(), sums[0] * 1e6, sums[1] * 1e6, sums[1] / sums[0]);
+    std::fflush(stdout);
+}
+
 // ---- training step --------------------------------------------------------------------------
 
 struct TrainConfig {
@@ -495,6 +561,7 @@ int main(int argc, char** argv) {
         for (const auto& a : kAttention)
             names.push_back(prefix + ("fwd_" + a.name)), names.push_back(prefix + ("bwd_" + a.name));
     names.push_back("gelu_fwd_macbook"), names.push_back("gelu_bwd_macbook");
+    names.push_back("sum_continued_macbook");
     for (const auto& c : kTrain) names.push_back(c.name);
     for (const auto& c : kGenerate) names.push_back(c.name);
     if (list) {
@@ -530,6 +597,7 @@ int main(int argc, char** argv) {
         }
     if (selected(o, "gelu_fwd_macbook") || selected(o, "gelu_bwd_macbook"))
         bench_gelu(o, selected(o, "gelu_fwd_macbook"), selected(o, "gelu_bwd_macbook"));
+    if (selected(o, "sum_continued_macbook")) bench_sum_continued(o);
     for (const auto& c : kGenerate)
         if (selected(o, c.name) && !o.child) bench_generate(o, c);
     for (const auto& c : kTrain) {

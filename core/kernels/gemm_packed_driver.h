@@ -164,6 +164,24 @@ void tile(int64_t kc, const float* const a[Tile::kMr], int64_t acs, const float*
         for (int64_t j = 0; j < cols; ++j) c.at(i0 + i, j0 + j) = local[i * kNr + j];
 }
 
+// Asks the cache for the tile of C at (i0, j0), rows x cols, ahead of the
+// kernel that will add to it. A kernel that adds to C loads the tile
+// before its first multiply-add, and everything after waits for those
+// loads. Where the tile was last written by the other core (the second
+// thread continuing a Linear's dW over its own tokens, Note [A Linear's
+// gradients on two threads] in gemm.cpp) that is a trip to the other core's
+// cache for each tile, hundreds of nanoseconds when the two are far apart
+// (docs/performance.md); asked for one tile ahead, the lines arrive while
+// the kernel computes the tile before. Only a hint: no bit changes.
+inline void prefetch_tile(MatrixRef<float> c, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
+    if (c.col_stride != 1) return;
+    for (int64_t i = 0; i < rows; ++i) {
+        const float* row = &c.at(i0 + i, j0);
+        for (int64_t j = 0; j < cols; j += 16) __builtin_prefetch(row + j, 1); // 16 floats: a 64-byte line
+        __builtin_prefetch(row + cols - 1, 1);                                 // the last, if it starts a line
+    }
+}
+
 // C's rows [kMr rp_begin, kMr rp_end) and kNr-column panels [jp_begin,
 // jp_end) of one (jc, pc) block, B's block packed at bp. A is packed kMc
 // rows at a time into this thread's scratch; then for each panel of B (in
@@ -203,6 +221,13 @@ void block_rows(MatrixRef<const float> a, MatrixRef<float> c, const float* bp, i
                     acs = a.col_stride;
                 } else {
                     for (int64_t r = 0; r < kMr; ++r) arow[r] = ap + ip * kc * kMr + r;
+                }
+                // The next tile down this panel, or the first of the next panel.
+                if (add) {
+                    if ((ip + 1) * kMr < mc)
+                        prefetch_tile(c, ic + (ip + 1) * kMr, jc + j0, std::min(kMr, mc - (ip + 1) * kMr), cols);
+                    else if (jp + 1 < jp_end)
+                        prefetch_tile(c, ic, jc + j0 + kNr, std::min(kMr, mc), std::min(kNr, nc - j0 - kNr));
                 }
                 tile<Tile>(kc, arow, acs, bp + jp * kc * kNr, c, ic + ip * kMr, jc + j0, rows, cols, add);
             }
