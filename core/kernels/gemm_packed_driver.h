@@ -177,8 +177,10 @@ inline void prefetch_tile(MatrixRef<float> c, int64_t i0, int64_t j0, int64_t ro
     if (c.col_stride != 1) return;
     for (int64_t i = 0; i < rows; ++i) {
         const float* row = &c.at(i0 + i, j0);
-        for (int64_t j = 0; j < cols; j += 16) __builtin_prefetch(row + j, 1); // 16 floats: a 64-byte line
-        __builtin_prefetch(row + cols - 1, 1);                                 // the last, if it starts a line
+        // A line every 16 floats (64 bytes), and the row's last element:
+        // a row that starts inside a line ends inside one more.
+        for (int64_t j = 0; j < cols; j += 16) __builtin_prefetch(row + j);
+        __builtin_prefetch(row + cols - 1);
     }
 }
 
@@ -222,12 +224,16 @@ void block_rows(MatrixRef<const float> a, MatrixRef<float> c, const float* bp, i
                 } else {
                     for (int64_t r = 0; r < kMr; ++r) arow[r] = ap + ip * kc * kMr + r;
                 }
-                // The next tile down this panel, or the first of the next panel.
+                // The next tile: down this panel, else the first of the next
+                // panel, else the first of the next block of rows.
                 if (add) {
                     if ((ip + 1) * kMr < mc)
                         prefetch_tile(c, ic + (ip + 1) * kMr, jc + j0, std::min(kMr, mc - (ip + 1) * kMr), cols);
                     else if (jp + 1 < jp_end)
                         prefetch_tile(c, ic, jc + j0 + kNr, std::min(kMr, mc), std::min(kNr, nc - j0 - kNr));
+                    else if (ic + kMc < row_end)
+                        prefetch_tile(c, ic + kMc, jc + jp_begin * kNr, std::min(kMr, row_end - ic - kMc),
+                                      std::min(kNr, nc - jp_begin * kNr));
                 }
                 tile<Tile>(kc, arow, acs, bp + jp * kc * kNr, c, ic + ip * kMr, jc + j0, rows, cols, add);
             }
