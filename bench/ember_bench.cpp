@@ -59,6 +59,7 @@
 
 #include "core/kernels/dispatch.h"
 #include "core/kernels/gemm.h"
+#include "core/ops/matmul.h"
 
 using namespace ember;
 
@@ -297,7 +298,7 @@ void bench_gelu(const Options& o, bool forward, bool backward) {
 // from thread 0's sums over the first half (Note [A Linear's gradients on
 // two threads] in core/kernels/gemm.cpp): every tile of dW it adds to was
 // last written by the other core. This times that continuation, dW += G^T
-// @ x over 384 tokens on one thread (fast::gemm, accumulating), at the
+// @ x over 384 tokens on one thread (gemm, accumulating), at the
 // macbook preset's four Linear shapes, with dW last written by the same
 // thread ("local") or by the other ("remote"), one of each per round. The
 // ratio of the two medians is the number to read: it grows when the host
@@ -334,8 +335,8 @@ void bench_sum_continued(const Options& o) {
                     }
                     const auto t0 = std::chrono::steady_clock::now();
                     // dW (out, in) += G^T (out, tokens) @ x (tokens, in), G^T read through G's strides
-                    internal::fast::gemm({g.data(), s.out, tokens, 1, s.out}, {x.data(), tokens, s.in, s.in, 1},
-                                         {dw.data(), s.out, s.in, s.in, 1}, true);
+                    internal::gemm({g.data(), s.out, tokens, 1, s.out}, {x.data(), tokens, s.in, s.in, 1},
+                                   {dw.data(), s.out, s.in, s.in, 1}, true);
                     times[remote].push_back(
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
                 }
