@@ -252,6 +252,10 @@ TEST_CASE("the packed kernels give one thread's bits when two threads share the 
 }
 
 TEST_CASE("the packed products piece by piece give the bits of one thread, whatever the pieces", "[gemm]") {
+    if (!gemm_uses_avx2()) {
+        WARN("skipped: the AVX2 kernel does not run here (no AVX2/FMA)");
+        return;
+    }
     // gemm_pieces_* (gemm_packed_pieces in gemm_packed_driver.h): all of B
     // packed once, then C's rows in the pieces next() hands out, as two
     // threads taking work from each other's end hand them out (Note [Taking
@@ -294,6 +298,10 @@ TEST_CASE("the packed products piece by piece give the bits of one thread, whate
 }
 
 TEST_CASE("a product in pieces whose next() runs another product in pieces keeps its own packed B", "[gemm]") {
+    if (!gemm_uses_avx2()) {
+        WARN("skipped: the AVX2 kernel does not run here (no AVX2/FMA)");
+        return;
+    }
     // A Linear's backward does this: between pieces of dx (W packed once
     // into the thread's scratch), a thread sums part of dW, a product that
     // may itself go in pieces on that thread (two threads, the loop outside

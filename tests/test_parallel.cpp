@@ -171,9 +171,9 @@ TEST_CASE("parallel_for_balanced covers the range once, and a thread that is don
         return;
     }
     // Items [0, 100): thread 0's chunk [0, 50), thread 1's [50, 100). Thread
-    // 1, in its first piece, waits until thread 0 has done an item of its
-    // chunk (at most 10 s): thread 0 can only have taken it from the end of
-    // thread 1's chunk, once its own was done.
+    // 1, in its first piece, waits until thread 0 has done an item of
+    // thread 1's chunk (at most 10 s), which thread 0 can only take from
+    // that chunk's end once its own chunk is done.
     std::vector<int> hits(100, 0), by(100, -1);
     const std::thread::id caller = std::this_thread::get_id(); // OpenMP's thread 0
     std::atomic<bool> waited{false}, took{false};
